@@ -1,0 +1,304 @@
+"""The ConstraintFlow abstract syntax tree.
+
+Every node records its source location (``loc``).  Expression nodes have a ``ty`` slot that the type
+checker (:mod:`cfmlir.typing.checker`) fills in; after checking, the tree is a *typed AST* that the
+lowering to the ``cf`` dialect and the reference interpreter both consume.
+
+Surface-syntax variants are normalised here, by the parser, so later stages see one spelling:
+``Real`` -> ``Float`` type, ``Sym`` -> ``Noise`` type, ``eps`` -> :class:`SymLit`, ``curr[w]`` ->
+member ``weight``, ``curr[b]`` -> ``bias``, ``ReLU`` -> ``Relu``, ``if c then a else b fi`` ->
+:class:`Ternary`, ``sigma`` -> builtin ``sigmoid``, ``x.mapList(f)`` -> builtin ``map_list``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+from cfmlir.diagnostics import Loc
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from cfmlir.typing.types import Type
+
+
+# ----------------------------------------------------------------------------------------------
+# Types as written in the source
+# ----------------------------------------------------------------------------------------------
+
+#: Canonical base type names.  ``Real`` is read as ``Float`` and ``Sym`` as ``Noise``.
+BASE_TYPE_NAMES = ("Int", "Float", "Bool", "Neuron", "Noise", "PolyExp", "SymExp", "Ct")
+TYPE_NAME_ALIASES = {"Real": "Float", "Sym": "Noise", "Double": "Float"}
+
+
+@dataclass
+class TypeRef:
+    """A written type: a base name and a list depth (``Float List List`` is depth 2)."""
+
+    name: str
+    list_depth: int
+    loc: Loc
+
+    def __str__(self) -> str:
+        return self.name + " List" * self.list_depth
+
+
+# ----------------------------------------------------------------------------------------------
+# Expressions
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class ExprBase:
+    loc: Loc
+    ty: "Type | None" = field(default=None, compare=False, repr=False)
+
+
+@dataclass(kw_only=True)
+class IntLit(ExprBase):
+    value: int
+
+
+@dataclass(kw_only=True)
+class FloatLit(ExprBase):
+    value: float
+
+
+@dataclass(kw_only=True)
+class BoolLit(ExprBase):
+    value: bool
+
+
+@dataclass(kw_only=True)
+class SymLit(ExprBase):
+    """A fresh noise symbol (``sym`` or ``eps``); each evaluation creates a new one per neuron."""
+
+
+@dataclass(kw_only=True)
+class Var(ExprBase):
+    """A name: a function parameter, a user function, or an operator binding (``curr``, ``prev``...)."""
+
+    name: str
+
+
+#: Binary operators.  ``In`` is zonotope membership (``curr In curr[Z]``).
+BINARY_OPS = ("+", "-", "*", "/", "and", "or", "<", "<=", ">", ">=", "==", "!=", "In")
+ARITHMETIC_OPS = ("+", "-", "*", "/")
+COMPARISON_OPS = ("<", "<=", ">", ">=", "==", "!=")
+LOGICAL_OPS = ("and", "or")
+
+
+@dataclass(kw_only=True)
+class Binary(ExprBase):
+    op: str
+    lhs: "Expr"
+    rhs: "Expr"
+
+
+@dataclass(kw_only=True)
+class Unary(ExprBase):
+    """``-e`` (op ``"-"``) or ``!e`` (op ``"!"``)."""
+
+    op: str
+    operand: "Expr"
+
+
+@dataclass(kw_only=True)
+class Ternary(ExprBase):
+    cond: "Expr"
+    then: "Expr"
+    otherwise: "Expr"
+
+
+@dataclass(kw_only=True)
+class Call(ExprBase):
+    """A call of a user function value: ``f(a, b)``; curried calls nest: ``f(a)(b)``."""
+
+    callee: "Expr"
+    args: list["Expr"]
+
+
+#: Builtin functions and the number of arguments they accept.
+BUILTIN_ARITIES: dict[str, tuple[int, ...]] = {
+    "max": (1, 2),
+    "min": (1, 2),
+    "sum": (1,),
+    "avg": (1,),
+    "len": (1,),
+    "argmax": (1, 2),
+    "argmin": (1, 2),
+    "concat": (2,),
+    "map_list": (2,),
+    "sigmoid": (1,),
+    "tanh": (1,),
+    "exp": (1,),
+    "abs": (1,),
+}
+BUILTIN_ALIASES = {"sigma": "sigmoid", "mapList": "map_list", "compare": "argmax"}
+
+
+@dataclass(kw_only=True)
+class Builtin(ExprBase):
+    name: str
+    args: list["Expr"]
+
+
+@dataclass(kw_only=True)
+class Lp(ExprBase):
+    """``lp(minimize|maximize, objective, constraints)``: optimum of a linear program."""
+
+    sense: str
+    objective: "Expr"
+    constraints: "Expr"
+
+
+#: Metadata names and their canonical spellings (``curr[w]`` is ``curr[weight]``).
+METADATA_NAMES = ("weight", "bias", "layer", "last_layer")
+METADATA_ALIASES = {"w": "weight", "b": "bias"}
+
+
+@dataclass(kw_only=True)
+class Access(ExprBase):
+    """``base[member]``: a shape member (``curr[L]``) or metadata (``curr[weight]``, ``n[layer]``)."""
+
+    base: "Expr"
+    member: str
+    member_loc: Loc
+
+
+@dataclass(kw_only=True)
+class Map(ExprBase):
+    """``base.map(f)``: apply ``f(neuron_or_noise, coeff)`` to every summand and add the results."""
+
+    base: "Expr"
+    func: "Expr"
+
+
+@dataclass(kw_only=True)
+class Dot(ExprBase):
+    """``base.dot(weights)``: ``sum_i weights[i] * base[i]`` as a PolyExp or SymExp."""
+
+    base: "Expr"
+    arg: "Expr"
+
+
+@dataclass(kw_only=True)
+class Traverse(ExprBase):
+    """``base.traverse(direction, priority, stop, replace){invariant}``."""
+
+    base: "Expr"
+    direction: str
+    priority: "Expr"
+    stop: "Expr"
+    replace: "Expr"
+    invariant: "Expr"
+
+
+@dataclass(kw_only=True)
+class TupleExpr(ExprBase):
+    """``(e1, ..., ek)``: the values of all shape members, returned by a transformer rule."""
+
+    elems: list["Expr"]
+
+
+@dataclass(kw_only=True)
+class ListLit(ExprBase):
+    elems: list["Expr"]
+
+
+Expr = Union[
+    IntLit, FloatLit, BoolLit, SymLit, Var, Binary, Unary, Ternary, Call, Builtin, Lp, Access, Map,
+    Dot, Traverse, TupleExpr, ListLit,
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# Declarations
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Param:
+    type: TypeRef
+    name: str
+    loc: Loc
+
+
+@dataclass
+class ShapeDecl:
+    """``def Shape as (Float l, ...){[constraint, ...]};``"""
+
+    members: list[Param]
+    constraints: list[Expr]
+    loc: Loc
+
+
+@dataclass
+class FuncDecl:
+    """``func name(T a, ...) = body;``"""
+
+    name: str
+    params: list[Param]
+    body: Expr
+    loc: Loc
+    ret: "Type | None" = field(default=None, compare=False, repr=False)
+
+
+#: Network operators a transformer can give rules for (canonical spellings).  Each also exists as
+#: ``rev_<Op>`` for backward flows.
+UNARY_OPERATORS = ("Relu", "Sigmoid", "Tanh", "Abs", "Relu6", "HardTanh", "HardSigmoid", "HardSwish")
+LIST_OPERATORS = ("Affine", "Maxpool", "Minpool", "Avgpool")
+BINARY_NEURON_OPERATORS = ("Neuron_add", "Neuron_mult", "Neuron_max", "Neuron_min")
+FORWARD_OPERATORS = LIST_OPERATORS + UNARY_OPERATORS + BINARY_NEURON_OPERATORS
+OPERATORS = FORWARD_OPERATORS + tuple("rev_" + op for op in FORWARD_OPERATORS)
+
+
+@dataclass
+class Rule:
+    """``Op -> body;`` inside a transformer."""
+
+    op: str
+    body: Expr
+    loc: Loc
+
+
+@dataclass
+class TransformerDecl:
+    name: str
+    rules: list[Rule]
+    loc: Loc
+
+
+@dataclass
+class FlowDecl:
+    """``flow(forward|backward, priority, stop, transformer);``"""
+
+    direction: str
+    priority: str
+    stop: str
+    transformer: str
+    loc: Loc
+
+
+Decl = Union[ShapeDecl, FuncDecl, TransformerDecl, FlowDecl]
+
+
+@dataclass
+class Program:
+    file: str
+    decls: list[Decl]
+
+    @property
+    def shape(self) -> ShapeDecl | None:
+        return next((d for d in self.decls if isinstance(d, ShapeDecl)), None)
+
+    @property
+    def funcs(self) -> list[FuncDecl]:
+        return [d for d in self.decls if isinstance(d, FuncDecl)]
+
+    @property
+    def transformers(self) -> list[TransformerDecl]:
+        return [d for d in self.decls if isinstance(d, TransformerDecl)]
+
+    @property
+    def flows(self) -> list[FlowDecl]:
+        return [d for d in self.decls if isinstance(d, FlowDecl)]

@@ -1,0 +1,431 @@
+"""Recursive-descent parser for ConstraintFlow.
+
+Grammar (see also the README's "The language" section)::
+
+    program     ::= decl*
+    decl        ::= 'def' 'Shape' 'as' '(' param (',' param)* ')' '{' '[' expr (',' expr)* ']' '}' ';'
+                  | ('func'|'Func') NAME '(' [param (',' param)*] ')' '=' expr ';'
+                  | 'transformer' NAME '{' (OP '->' expr ';')* '}' [';']
+                  | 'flow' '(' ('forward'|'backward') ',' NAME ',' NAME ',' NAME ')' ';'
+    param       ::= type NAME
+    type        ::= BASE ('List')*
+
+Expressions, lowest to highest precedence (binary levels are left-associative, ``?:`` is
+right-associative, comparisons do not chain)::
+
+    expr        ::= or_expr ['?' expr ':' expr]
+    or_expr     ::= and_expr ('or' and_expr)*              ('||' too)
+    and_expr    ::= cmp_expr ('and' cmp_expr)*             ('&&' too)
+    cmp_expr    ::= add_expr [('<'|'<='|'>'|'>='|'=='|'!='|'In') add_expr]
+    add_expr    ::= mul_expr (('+'|'-') mul_expr)*
+    mul_expr    ::= unary (('*'|'/') unary)*
+    unary       ::= ('-'|'!'|'not') unary | postfix
+    postfix     ::= primary ( '(' args ')' | '[' NAME ']' | '.' 'map' '(' expr ')'
+                            | '.' 'dot' '(' expr ')' | '.' 'mapList' '(' expr ')'
+                            | '.' 'traverse' '(' DIR ',' expr ',' expr ',' expr ')' '{' expr '}' )*
+    primary     ::= INT | FLOAT | 'true' | 'false' | 'sym' | 'eps' | NAME | BUILTIN '(' args ')'
+                  | 'lp' '(' ('minimize'|'maximize') ',' expr ',' expr ')'
+                  | '(' expr ')' | '(' expr (',' expr)+ ')' | '[' [expr (',' expr)*] ']'
+                  | 'if' expr 'then' expr 'else' expr 'fi'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cfmlir.diagnostics import CfError, Loc
+from cfmlir.syntax import ast
+from cfmlir.syntax.lexer import Token, TokenKind, tokenize
+
+#: Words that cannot be used as names.
+RESERVED = frozenset(
+    {
+        "def", "as", "func", "Func", "transformer", "flow", "true", "false", "sym", "eps", "lp",
+        "if", "then", "else", "fi", "and", "or", "not", "In", "List",
+    }
+)
+
+_OPERATOR_SPELLINGS = {op.lower(): op for op in ast.OPERATORS}
+_OPERATOR_SPELLINGS.update({"rev_" + op.lower(): "rev_" + op for op in ast.FORWARD_OPERATORS})
+_OPERATOR_SPELLINGS.update({"maxpool2d": "Maxpool", "avgpool2d": "Avgpool", "linear": "Affine"})
+
+_COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def canonical_operator(name: str) -> str | None:
+    """``ReLU``/``relu``/``Relu`` -> ``Relu``; ``None`` if ``name`` is no network operator."""
+    return _OPERATOR_SPELLINGS.get(name.lower())
+
+
+class Parser:
+    def __init__(self, text: str, file: str):
+        self.file = file
+        self.toks = tokenize(text, file)
+        self.pos = 0
+
+    # -- token helpers ---------------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.pos]
+
+    def peek(self, k: int = 1) -> Token:
+        return self.toks[min(self.pos + k, len(self.toks) - 1)]
+
+    def at(self, text: str) -> bool:
+        return self.tok.kind in (TokenKind.PUNCT, TokenKind.IDENT) and self.tok.text == text
+
+    def next(self) -> Token:
+        t = self.tok
+        if t.kind is not TokenKind.EOF:
+            self.pos += 1
+        return t
+
+    def accept(self, text: str) -> Token | None:
+        return self.next() if self.at(text) else None
+
+    def expect(self, text: str, what: str | None = None) -> Token:
+        if not self.at(text):
+            raise CfError(self.tok.loc, f"expected {what or repr(text)}, found {self.tok.describe()}")
+        return self.next()
+
+    def expect_name(self, what: str = "a name") -> Token:
+        t = self.tok
+        if t.kind is not TokenKind.IDENT or t.text in RESERVED:
+            raise CfError(t.loc, f"expected {what}, found {t.describe()}")
+        return self.next()
+
+    # -- declarations ----------------------------------------------------------------------------
+    def parse_program(self) -> ast.Program:
+        decls: list[ast.Decl] = []
+        while self.tok.kind is not TokenKind.EOF:
+            decls.append(self.parse_decl())
+        return ast.Program(self.file, decls)
+
+    def parse_decl(self) -> ast.Decl:
+        t = self.tok
+        if self.at("def"):
+            return self.parse_shape()
+        if self.at("func") or self.at("Func"):
+            return self.parse_func()
+        if self.at("transformer"):
+            return self.parse_transformer()
+        if self.at("flow"):
+            return self.parse_flow()
+        raise CfError(t.loc, f"expected 'def', 'func', 'transformer' or 'flow', found {t.describe()}")
+
+    def parse_type(self) -> ast.TypeRef:
+        t = self.tok
+        if t.kind is not TokenKind.IDENT:
+            raise CfError(t.loc, f"expected a type, found {t.describe()}")
+        name = ast.TYPE_NAME_ALIASES.get(t.text, t.text)
+        if name not in ast.BASE_TYPE_NAMES:
+            raise CfError(t.loc, f"unknown type '{t.text}'")
+        self.next()
+        depth = 0
+        while self.accept("List"):
+            depth += 1
+        return ast.TypeRef(name, depth, t.loc)
+
+    def parse_param(self) -> ast.Param:
+        ty = self.parse_type()
+        name = self.expect_name("a parameter name")
+        return ast.Param(ty, name.text, name.loc)
+
+    def parse_shape(self) -> ast.ShapeDecl:
+        start = self.expect("def")
+        shape_kw = self.expect_name("'Shape'")
+        if shape_kw.text != "Shape":
+            raise CfError(shape_kw.loc, f"expected 'Shape', found '{shape_kw.text}'")
+        self.expect("as")
+        self.expect("(")
+        members = [self.parse_param()]
+        while self.accept(","):
+            members.append(self.parse_param())
+        self.expect(")")
+        self.expect("{")
+        self.expect("[")
+        constraints: list[ast.Expr] = []
+        if not self.at("]"):
+            constraints.append(self.parse_expr())
+            while self.accept(","):
+                constraints.append(self.parse_expr())
+        self.expect("]")
+        self.expect("}")
+        self.expect(";")
+        return ast.ShapeDecl(members, constraints, start.loc)
+
+    def parse_func(self) -> ast.FuncDecl:
+        start = self.next()
+        name = self.expect_name("a function name")
+        self.expect("(")
+        params: list[ast.Param] = []
+        if not self.at(")"):
+            params.append(self.parse_param())
+            while self.accept(","):
+                params.append(self.parse_param())
+        self.expect(")")
+        self.expect("=")
+        body = self.parse_expr()
+        self.expect(";")
+        return ast.FuncDecl(name.text, params, body, start.loc)
+
+    def parse_transformer(self) -> ast.TransformerDecl:
+        start = self.expect("transformer")
+        name = self.expect_name("a transformer name")
+        self.expect("{")
+        rules: list[ast.Rule] = []
+        while not self.at("}"):
+            op_tok = self.tok
+            if op_tok.kind is not TokenKind.IDENT:
+                raise CfError(op_tok.loc, f"expected an operator name or '}}', found {op_tok.describe()}")
+            op = canonical_operator(op_tok.text)
+            if op is None:
+                raise CfError(op_tok.loc, f"unknown operator '{op_tok.text}'")
+            self.next()
+            self.expect("->")
+            body = self.parse_expr()
+            self.expect(";")
+            rules.append(ast.Rule(op, body, op_tok.loc))
+        self.expect("}")
+        self.accept(";")
+        return ast.TransformerDecl(name.text, rules, start.loc)
+
+    def parse_flow(self) -> ast.FlowDecl:
+        start = self.expect("flow")
+        self.expect("(")
+        d = self.expect_name("'forward' or 'backward'")
+        if d.text not in ("forward", "backward"):
+            raise CfError(d.loc, f"expected 'forward' or 'backward', found '{d.text}'")
+        self.expect(",")
+        prio = self.expect_name("a priority function")
+        self.expect(",")
+        stop = self.expect_name("a stop function")
+        self.expect(",")
+        tr = self.expect_name("a transformer name")
+        self.expect(")")
+        self.expect(";")
+        return ast.FlowDecl(d.text, prio.text, stop.text, tr.text, start.loc)
+
+    # -- expressions -----------------------------------------------------------------------------
+    def parse_expr(self) -> ast.Expr:
+        cond = self.parse_or()
+        if self.at("?"):
+            self.next()
+            then = self.parse_expr()
+            self.expect(":", "':' of the conditional expression")
+            other = self.parse_expr()
+            return ast.Ternary(cond=cond, then=then, otherwise=other, loc=cond.loc)
+        return cond
+
+    def _left_assoc(self, sub, ops: dict[str, str]) -> ast.Expr:
+        lhs = sub()
+        while self.tok.kind in (TokenKind.PUNCT, TokenKind.IDENT) and self.tok.text in ops:
+            op = ops[self.next().text]
+            rhs = sub()
+            lhs = ast.Binary(op=op, lhs=lhs, rhs=rhs, loc=lhs.loc)
+        return lhs
+
+    def parse_or(self) -> ast.Expr:
+        return self._left_assoc(self.parse_and, {"or": "or", "||": "or"})
+
+    def parse_and(self) -> ast.Expr:
+        return self._left_assoc(self.parse_cmp, {"and": "and", "&&": "and"})
+
+    def parse_cmp(self) -> ast.Expr:
+        lhs = self.parse_add()
+        if self.tok.kind is TokenKind.PUNCT and self.tok.text in _COMPARISONS or self.at("In"):
+            op = self.next().text
+            rhs = self.parse_add()
+            if self.tok.kind is TokenKind.PUNCT and self.tok.text in _COMPARISONS or self.at("In"):
+                raise CfError(self.tok.loc, "comparisons do not chain; add parentheses")
+            return ast.Binary(op=op, lhs=lhs, rhs=rhs, loc=lhs.loc)
+        return lhs
+
+    def parse_add(self) -> ast.Expr:
+        return self._left_assoc(self.parse_mul, {"+": "+", "-": "-"})
+
+    def parse_mul(self) -> ast.Expr:
+        return self._left_assoc(self.parse_unary, {"*": "*", "/": "/"})
+
+    def parse_unary(self) -> ast.Expr:
+        t = self.tok
+        if self.at("-"):
+            self.next()
+            operand = self.parse_unary()
+            if isinstance(operand, ast.IntLit):
+                return ast.IntLit(value=-operand.value, loc=t.loc)
+            if isinstance(operand, ast.FloatLit):
+                return ast.FloatLit(value=-operand.value, loc=t.loc)
+            return ast.Unary(op="-", operand=operand, loc=t.loc)
+        if self.at("!") or self.at("not"):
+            self.next()
+            return ast.Unary(op="!", operand=self.parse_unary(), loc=t.loc)
+        return self.parse_postfix()
+
+    def parse_args(self) -> list[ast.Expr]:
+        self.expect("(")
+        args: list[ast.Expr] = []
+        if not self.at(")"):
+            args.append(self.parse_expr())
+            while self.accept(","):
+                args.append(self.parse_expr())
+        self.expect(")")
+        return args
+
+    def parse_postfix(self) -> ast.Expr:
+        e = self.parse_primary()
+        while True:
+            if self.at("("):
+                e = ast.Call(callee=e, args=self.parse_args(), loc=e.loc)
+            elif self.at("["):
+                self.next()
+                m = self.tok
+                if m.kind is not TokenKind.IDENT:
+                    raise CfError(m.loc, f"expected a shape member or metadata name, found {m.describe()}")
+                self.next()
+                self.expect("]")
+                member = ast.METADATA_ALIASES.get(m.text, m.text)
+                e = ast.Access(base=e, member=member, member_loc=m.loc, loc=e.loc)
+            elif self.at("."):
+                self.next()
+                m = self.tok
+                if m.kind is not TokenKind.IDENT:
+                    raise CfError(m.loc, f"expected 'map', 'dot' or 'traverse' after '.', found {m.describe()}")
+                self.next()
+                if m.text == "map":
+                    args = self.parse_args()
+                    self._arity(m, args, 1)
+                    e = ast.Map(base=e, func=args[0], loc=e.loc)
+                elif m.text == "dot":
+                    args = self.parse_args()
+                    self._arity(m, args, 1)
+                    e = ast.Dot(base=e, arg=args[0], loc=e.loc)
+                elif m.text in ("mapList", "map_list"):
+                    args = self.parse_args()
+                    self._arity(m, args, 1)
+                    e = ast.Builtin(name="map_list", args=[e, args[0]], loc=e.loc)
+                elif m.text == "concat":
+                    args = self.parse_args()
+                    self._arity(m, args, 1)
+                    e = ast.Builtin(name="concat", args=[e, args[0]], loc=e.loc)
+                elif m.text == "traverse":
+                    e = self.parse_traverse_tail(e)
+                else:
+                    raise CfError(m.loc, f"unknown method '.{m.text}'; expected map, dot or traverse")
+            else:
+                return e
+
+    def _arity(self, tok: Token, args: list[ast.Expr], n: int) -> None:
+        if len(args) != n:
+            raise CfError(tok.loc, f"'{tok.text}' takes {n} argument{'s' if n != 1 else ''}, got {len(args)}")
+
+    def parse_traverse_tail(self, base: ast.Expr) -> ast.Traverse:
+        self.expect("(")
+        d = self.expect_name("'forward' or 'backward'")
+        if d.text not in ("forward", "backward"):
+            raise CfError(d.loc, f"expected 'forward' or 'backward', found '{d.text}'")
+        self.expect(",")
+        prio = self.parse_expr()
+        self.expect(",")
+        stop = self.parse_expr()
+        self.expect(",")
+        rep = self.parse_expr()
+        self.expect(")")
+        self.expect("{", "'{' and the traverse invariant")
+        inv = self.parse_expr()
+        self.expect("}")
+        return ast.Traverse(base=base, direction=d.text, priority=prio, stop=stop, replace=rep, invariant=inv, loc=base.loc)
+
+    def parse_primary(self) -> ast.Expr:
+        t = self.tok
+        if t.kind is TokenKind.INT:
+            self.next()
+            return ast.IntLit(value=int(t.text), loc=t.loc)
+        if t.kind is TokenKind.FLOAT:
+            self.next()
+            return ast.FloatLit(value=float(t.text), loc=t.loc)
+        if self.at("("):
+            self.next()
+            first = self.parse_expr()
+            if self.accept(","):
+                elems = [first, self.parse_expr()]
+                while self.accept(","):
+                    elems.append(self.parse_expr())
+                self.expect(")")
+                return ast.TupleExpr(elems=elems, loc=t.loc)
+            self.expect(")")
+            return first
+        if self.at("["):
+            self.next()
+            elems: list[ast.Expr] = []
+            if not self.at("]"):
+                elems.append(self.parse_expr())
+                while self.accept(","):
+                    elems.append(self.parse_expr())
+            self.expect("]")
+            return ast.ListLit(elems=elems, loc=t.loc)
+        if t.kind is not TokenKind.IDENT:
+            raise CfError(t.loc, f"expected an expression, found {t.describe()}")
+        word = t.text
+        if word in ("true", "false"):
+            self.next()
+            return ast.BoolLit(value=word == "true", loc=t.loc)
+        if word in ("sym", "eps"):
+            self.next()
+            return ast.SymLit(loc=t.loc)
+        if word == "if":
+            self.next()
+            cond = self.parse_expr()
+            self.expect("then")
+            then = self.parse_expr()
+            self.expect("else")
+            other = self.parse_expr()
+            self.expect("fi")
+            return ast.Ternary(cond=cond, then=then, otherwise=other, loc=t.loc)
+        if word == "lp":
+            self.next()
+            self.expect("(")
+            sense = self.expect_name("'minimize' or 'maximize'")
+            if sense.text not in ("minimize", "maximize"):
+                raise CfError(sense.loc, f"expected 'minimize' or 'maximize', found '{sense.text}'")
+            self.expect(",")
+            obj = self.parse_expr()
+            self.expect(",")
+            cons = self.parse_expr()
+            self.expect(")")
+            return ast.Lp(sense=sense.text, objective=obj, constraints=cons, loc=t.loc)
+        builtin = ast.BUILTIN_ALIASES.get(word, word)
+        if builtin in ast.BUILTIN_ARITIES and self.peek().text == "(":
+            self.next()
+            args = self.parse_args()
+            if len(args) not in ast.BUILTIN_ARITIES[builtin]:
+                want = " or ".join(str(a) for a in ast.BUILTIN_ARITIES[builtin])
+                raise CfError(t.loc, f"'{word}' takes {want} argument(s), got {len(args)}")
+            return ast.Builtin(name=builtin, args=args, loc=t.loc)
+        if word in RESERVED:
+            raise CfError(t.loc, f"expected an expression, found '{word}'")
+        self.next()
+        return ast.Var(name=word, loc=t.loc)
+
+
+def parse(text: str, file: str = "<input>") -> ast.Program:
+    """Parse ConstraintFlow source into an (untyped) AST.  Raises :class:`CfError`."""
+    return Parser(text, file).parse_program()
+
+
+def parse_expr(text: str, file: str = "<input>") -> ast.Expr:
+    """Parse a single expression (used by tests and tools)."""
+    p = Parser(text, file)
+    e = p.parse_expr()
+    if p.tok.kind is not TokenKind.EOF:
+        raise CfError(p.tok.loc, f"unexpected {p.tok.describe()} after the expression")
+    return e
+
+
+def parse_file(path: str | Path) -> ast.Program:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CfError(Loc(str(path), 0, 0), f"cannot read file: {exc.strerror or exc}") from None
+    return parse(text, str(path))
