@@ -1,0 +1,319 @@
+"""The IR metadata stack of the ``cftensor`` dialect (paper section "IR Metadata", appendix
+"IR Metadata Auxiliary Functions").
+
+Every ``cftensor`` value carries a *metadata stack*: a non-empty list of elements, written top first::
+
+    m ::= e :: <>  |  e :: m          e = <type, is-const, intrinsic shape sigma, broadcast factor beta>
+
+The intrinsic shape is what is materialised at run time; the broadcast factor says how many times each
+dimension may logically be repeated, so the value's *total shape* is ``sigma (x) beta`` (element-wise
+product).  Sizes are symbolic: products of ``batch``, ``curr``, ``prev``, ``poly``, ``sym`` (and loop
+symbols ``s0, s1, ...`` that a traverse loop resolves at run time) with a positive integer.  The stack grows
+by one element per enclosing ``map``: the element pushed by a map records the dimension the map reduces
+over when it ends.
+
+Textual form (used in ``!cftensor.t<...>``)::
+
+    R, [1], [1]                                  a Float constant (``const`` marks compile-time constants)
+    N, [poly], [1] :: P, [1, curr], [batch, 1]   neurons of a map over per-neuron PolyExps
+    R, [batch, curr*poly], [1, 1]                a product of sizes
+
+Type letters: I Int, R Float (Real), B Bool, N Neuron, E Noise (epsilon), P PolyExp, S SymExp, C Ct.
+
+The physical tensor lays the elements out from the bottom of the stack to the top: in
+``R, [poly], [1] :: R, [curr], [1]`` (the coefficients inside a map over per-neuron PolyExps) the tensor
+is ``[curr, poly]``.
+
+This module is plain Python (no xDSL) so the shape analysis and its tests can use it directly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+#: Symbolic size names, in printing order.
+SIZE_SYMBOLS = ("batch", "curr", "prev", "poly", "sym")
+TYPE_LETTERS = {"I": "Int", "R": "Float", "B": "Bool", "N": "Neuron", "E": "Noise", "P": "PolyExp", "S": "SymExp", "C": "Ct"}
+TYPE_LETTER_OF = {v: k for k, v in TYPE_LETTERS.items()}
+
+
+def _symbol_key(name: str) -> tuple[int, str]:
+    return (SIZE_SYMBOLS.index(name), "") if name in SIZE_SYMBOLS else (len(SIZE_SYMBOLS), name)
+
+
+@dataclass(frozen=True)
+class Size:
+    """A symbolic size: ``coeff * prod(symbols)``; ``Size.one()`` is 1."""
+
+    coeff: int = 1
+    symbols: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.coeff < 1:
+            raise ValueError(f"sizes are positive, got {self.coeff}")
+        object.__setattr__(self, "symbols", tuple(sorted(self.symbols, key=_symbol_key)))
+
+    @staticmethod
+    def one() -> "Size":
+        return Size()
+
+    @staticmethod
+    def of(name: str) -> "Size":
+        return Size(1, (name,))
+
+    @property
+    def is_one(self) -> bool:
+        return self.coeff == 1 and not self.symbols
+
+    def __mul__(self, other: "Size") -> "Size":
+        return Size(self.coeff * other.coeff, self.symbols + other.symbols)
+
+    def __str__(self) -> str:
+        parts = ([str(self.coeff)] if self.coeff != 1 or not self.symbols else []) + list(self.symbols)
+        return "*".join(parts)
+
+    def evaluate(self, env: dict[str, int]) -> int:
+        """The concrete size given concrete values of the symbols."""
+        out = self.coeff
+        for s in self.symbols:
+            out *= env[s]
+        return out
+
+
+ONE = Size.one()
+_SIZE_FACTOR = re.compile(r"^(\d+|[A-Za-z_][A-Za-z_0-9]*)$")
+
+
+def parse_size(text: str) -> Size:
+    coeff, symbols = 1, []
+    for factor in text.replace(" ", "").split("*"):
+        if not _SIZE_FACTOR.match(factor):
+            raise ValueError(f"malformed size '{text}'")
+        if factor.isdigit():
+            coeff *= int(factor)
+        else:
+            symbols.append(factor)
+    return Size(coeff, tuple(symbols))
+
+
+@dataclass(frozen=True)
+class Element:
+    """One stack element ``<type, is-const, shape, broadcast>``."""
+
+    type: str
+    shape: tuple[Size, ...]
+    broadcast: tuple[Size, ...]
+    is_const: bool = False
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPE_LETTERS:
+            raise ValueError(f"unknown type letter '{self.type}'")
+        if len(self.shape) != len(self.broadcast):
+            raise ValueError("shape and broadcast factor have different ranks")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def total(self) -> tuple[Size, ...]:
+        """``sigma (x) beta``: the logical (maximal) shape."""
+        return tuple(s * b for s, b in zip(self.shape, self.broadcast))
+
+    @property
+    def is_expanded(self) -> bool:
+        return all(b.is_one for b in self.broadcast)
+
+    def with_type(self, t: str) -> "Element":
+        return replace(self, type=t)
+
+    def __str__(self) -> str:
+        dims = lambda xs: "[" + ", ".join(map(str, xs)) + "]"  # noqa: E731
+        return f"{'const ' if self.is_const else ''}{self.type}, {dims(self.shape)}, {dims(self.broadcast)}"
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A metadata stack, top element first."""
+
+    elements: tuple[Element, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if not self.elements:
+            raise ValueError("a metadata stack has at least one element")
+
+    @staticmethod
+    def single(type: str, shape, broadcast, is_const: bool = False) -> "Metadata":
+        return Metadata((Element(type, tuple(shape), tuple(broadcast), is_const),))
+
+    @property
+    def top(self) -> Element:
+        return self.elements[0]
+
+    @property
+    def rest(self) -> tuple[Element, ...]:
+        return self.elements[1:]
+
+    @property
+    def height(self) -> int:
+        return len(self.elements)
+
+    @property
+    def shape(self) -> tuple[Size, ...]:
+        """``m(sigma)``: the physical intrinsic shape, i.e. the elements' shapes concatenated from the
+        bottom of the stack to the top (a map's new dimensions come after the ones it maps over)."""
+        return tuple(s for e in reversed(self.elements) for s in e.shape)
+
+    @property
+    def broadcast(self) -> tuple[Size, ...]:
+        """``m(beta)``, in the same physical order as :attr:`shape`."""
+        return tuple(b for e in reversed(self.elements) for b in e.broadcast)
+
+    @property
+    def is_expanded(self) -> bool:
+        return all(e.is_expanded for e in self.elements)
+
+    def push(self, e: Element) -> "Metadata":
+        return Metadata((e,) + self.elements)
+
+    def pop(self) -> "Metadata":
+        return Metadata(self.rest)
+
+    def with_top(self, e: Element) -> "Metadata":
+        return Metadata((e,) + self.rest)
+
+    def with_type(self, t: str) -> "Metadata":
+        return self.with_top(self.top.with_type(t))
+
+    def __str__(self) -> str:
+        return " :: ".join(map(str, self.elements))
+
+
+def equal_metadata(m1: Metadata, m2: Metadata) -> bool:
+    """Rule Equal-metadata: equal intrinsic shapes and broadcast factors."""
+    return m1.shape == m2.shape and m1.broadcast == m2.broadcast
+
+
+class ShapeMismatch(ValueError):
+    """Two metadata stacks whose total shapes cannot be aligned."""
+
+
+def lcm_element(e1: Element, e2: Element) -> tuple[tuple[Size, ...], tuple[Size, ...]]:
+    """Rule Lcm-metadata-element: the smallest common (shape, broadcast) of two elements.
+
+    The total shapes must agree.  A dimension whose intrinsic sizes agree keeps them (and its broadcast
+    factor); a dimension where they differ is expanded to its total size, broadcast 1.
+    """
+    if e1.rank != e2.rank or e1.total != e2.total:
+        raise ShapeMismatch(f"cannot align <{e1}> with <{e2}>")
+    shape, bcast = [], []
+    for s1, b1, s2 in zip(e1.shape, e1.broadcast, e2.shape):
+        if s1 == s2:
+            shape.append(s1)
+            bcast.append(b1)
+        else:
+            shape.append(s1 * b1)
+            bcast.append(ONE)
+    return tuple(shape), tuple(bcast)
+
+
+def lcm(m1: Metadata, m2: Metadata, type: str | None = None) -> Metadata:
+    """Rule Lcm-metadata: element-wise LCM of two stacks of equal height (types from ``m1``)."""
+    if m1.height != m2.height:
+        raise ShapeMismatch(f"cannot align stacks of heights {m1.height} and {m2.height}")
+    out = []
+    for i, (e1, e2) in enumerate(zip(m1.elements, m2.elements)):
+        shape, bcast = lcm_element(e1, e2)
+        t = type if (type is not None and i == 0) else e1.type
+        out.append(Element(t, shape, bcast, e1.is_const and e2.is_const))
+    return Metadata(tuple(out))
+
+
+def extend_rank(e: Element, target: Element) -> Element:
+    """Rule Unequal-rank: give ``e`` the rank of ``target`` by appending dimensions of intrinsic size
+    1 whose broadcast factor is ``target``'s total size there (a broadcast, never a materialisation)."""
+    if e.rank > target.rank:
+        raise ShapeMismatch(f"cannot extend <{e}> to the lower rank of <{target}>")
+    extra = target.total[e.rank :]
+    return Element(e.type, e.shape + (ONE,) * len(extra), e.broadcast + extra, e.is_const)
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """How to bring one operand to the common metadata: append the new trailing physical dimensions
+    ``added_dims`` (IrAddDimension; they belong to the top element), then repeat along ``repeat`` — a
+    tuple of (physical dimension, repeated size) pairs (IrRepeat)."""
+
+    added_dims: tuple[int, ...]
+    repeat: tuple[tuple[int, Size], ...]
+    metadata: Metadata
+
+
+def _plan(m: Metadata, extended: Metadata, target: Metadata) -> Alignment:
+    below = sum(e.rank for e in m.rest)
+    added = tuple(range(below + m.top.rank, below + extended.top.rank))
+    reps = []
+    for i, (s, t) in enumerate(zip(extended.shape, target.shape)):
+        if s != t:
+            if not s.is_one:
+                raise ShapeMismatch(f"cannot repeat a dimension of size {s} to {t}")
+            reps.append((i, t))
+    return Alignment(added, tuple(reps), target)
+
+
+def align_shapes(m1: Metadata, m2: Metadata) -> tuple[Alignment, Alignment, Metadata]:
+    """alignShapes: align two operands for an element-wise operation.
+
+    Constants (``is_const``) are polymorphic: a constant's stack is first given the other operand's
+    height by copying its lower elements.  The operand whose top element has the lower rank is extended
+    (Unequal-rank), then both stacks meet at their LCM; each operand is repeated only along the
+    dimensions where its intrinsic size is 1 and the LCM's is not.
+    """
+    if m1.height != m2.height:
+        if m1.top.is_const and m1.height == 1:
+            m1 = Metadata((m1.top,) + m2.rest)
+        elif m2.top.is_const and m2.height == 1:
+            m2 = Metadata((m2.top,) + m1.rest)
+        else:
+            raise ShapeMismatch(f"cannot align stacks of heights {m1.height} and {m2.height}")
+    m1, m2 = _broadcast_scalar(m1, m2), _broadcast_scalar(m2, m1)
+    e1, e2 = m1.top, m2.top
+    x1 = m1.with_top(extend_rank(e1, e2)) if e1.rank < e2.rank else m1
+    x2 = m2.with_top(extend_rank(e2, e1)) if e2.rank < e1.rank else m2
+    target = lcm(x1, x2)
+    return _plan(m1, x1, target), _plan(m2, x2, target), target
+
+
+def _broadcast_scalar(m: Metadata, other: Metadata) -> Metadata:
+    """A compile-time scalar (all intrinsic sizes 1) takes the other operand's rank, with the other's
+    total shape as its broadcast factor: it is never materialised beyond one element."""
+    e, o = m.top, other.top
+    if e.is_const and all(s.is_one for s in e.shape) and e.rank <= o.rank:
+        return m.with_top(Element(e.type, (ONE,) * o.rank, o.total, True))
+    return m
+
+
+def compress(m: Metadata) -> Metadata:
+    """The neurons of a map: the same list for every (batch, curr, ...) position, so intrinsic shape 1
+    and the old total as broadcast factor (paper, Algorithm visitMapPolyexp, "Compress")."""
+    return Metadata(tuple(Element(e.type, (ONE,) * e.rank, e.total, e.is_const) for e in m.elements))
+
+
+# ----------------------------------------------------------------------------------------------
+# Text form
+# ----------------------------------------------------------------------------------------------
+
+_ELEMENT = re.compile(r"^\s*(const\s+)?([A-Z])\s*,\s*\[([^\]]*)\]\s*,\s*\[([^\]]*)\]\s*$")
+
+
+def parse_metadata(text: str) -> Metadata:
+    """Parse the text form (inverse of ``str``).  Raises ValueError."""
+    elements = []
+    for part in text.split("::"):
+        m = _ELEMENT.match(part)
+        if not m:
+            raise ValueError(f"malformed metadata element '{part.strip()}'")
+        dims = lambda s: tuple(parse_size(x) for x in s.split(",")) if s.strip() else ()  # noqa: E731
+        elements.append(Element(m.group(2), dims(m.group(3)), dims(m.group(4)), bool(m.group(1))))
+    return Metadata(tuple(elements))

@@ -1,0 +1,750 @@
+"""``--shape-analysis``: lift a ``cf`` module to the tensor-level ``cftensor`` dialect.
+
+Algorithm (paper section 4.2, "Converting ConstraintFlow Specification to IR"):
+
+For the transformer named by the module's ``cf.flow``, every operator rule becomes one
+``cftensor.rule`` that computes all shape members of *all* neurons of a layer, for a whole batch of
+properties, at once.  The rule body is produced by a visitor over the rule's ``cf`` ops that returns,
+for each ``cf`` value, a lifted value: a ``cftensor`` SSA value whose type carries the metadata stack
+(type, is-const, intrinsic shape, broadcast factor; see ``cftensor_metadata``).  Values start at the
+layer level, one stack element whose dimensions are ``[batch, curr]`` (plus list dimensions):
+
+* base cases: a literal is a compile-time scalar ``<const R, [1], [1]>``; the rule bindings are
+  ``cftensor.input`` values (``curr``/``prev`` of a unary operator ``<N, [1, curr], [batch, 1]>``, the
+  ``prev`` list of ``Affine`` ``<N, [1, 1, prev], [batch, curr, 1]>``); ``sym`` is a fresh noise symbol
+  per (sample, neuron).
+* ``visitBinaryFloat``: both operands are aligned with ``alignShapes`` (the Unequal-rank rule, then
+  the LCM of the stacks, then ``add_dim``/``repeat`` only where an operand's intrinsic size is 1 and the
+  LCM's is not; compile-time scalars broadcast and are never materialised), then one
+  ``binary``/``mult``/``ternary`` op.
+* ``visitBinaryPolyexp``/``Symexp``: operands are promoted (Neuron -> ``neuron_to_poly``, Float ->
+  ``const_to_poly``, Noise -> ``noise_to_sym``), split into coefficients (one more ``poly``/``sym``
+  dimension) and constant, each part aligned and combined, and re-packed with ``combine_poly``/``sym``.
+  A scalar times a PolyExp scales both parts; a conditional of PolyExps selects each part.
+* ``visitMap``: ``map_neuron``/``map_coeff`` push a stack element ``[poly]`` (``[sym]`` for SymExps);
+  the neurons are compressed (intrinsic 1, the old total shape as broadcast).  The function body is
+  inlined with the parameters bound to them; values from outside the map are lifted by pushing an
+  element of intrinsic size 1.  If the function is not zero-preserving in its coefficient (``f(n, 0) ==
+  0``), its result is masked by ``coeff != 0`` so that only the summands of the expression count.  The
+  result is reduced along the top element's first dimension (the stack element is popped and its other
+  dimensions are appended to the element below), and the original constant term is added back.
+* ``visitTraverse``: a ``cftensor.while`` whose loop-carried PolyExp has the expanded layer shape
+  ``[batch, curr]`` (so its metadata does not change between iterations).  Each iteration computes,
+  per expression, the neurons with a non-zero coefficient whose stop function is false, the minimum
+  of their priority function, and replaces exactly the neurons attaining it (``sum sel * f(n, c)``),
+  keeping the others; the loop ends when no expression has such a neuron.  Priority and stop are
+  evaluated per neuron and coefficient, not per layer.  The invariant is not executed.
+* calls are inlined at every call site (a function's shapes depend on its caller); curried partial
+  applications are closures of the analysis.
+* a rule's result (a tuple, possibly conditional) is merged per member: ``c ? (a1, a2) : (b1, b2)``
+  becomes ``(c ? a1 : b1, c ? a2 : b2)`` evaluated per neuron; each member is expanded to its stored
+  shape ``[batch, curr]`` before ``cftensor.return``.
+* metadata: ``curr[weight]`` is ``<R, [1, curr, prev], [batch, 1, 1]>``, ``curr[bias]``
+  ``<R, [1, curr], [batch, 1]>`` (weights do not depend on the sample); ``n[layer]`` keeps the shape of
+  the neurons; a shape member of neurons takes their shape with the batch dimension materialised.
+
+Constructs the compiled engine does not support (``lp``, list builtins other than ``sum``, ``sym``
+inside a map, ``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from cfmlir.diagnostics import CfError, Loc
+from cfmlir.dialects import cf
+from cfmlir.dialects import cftensor as ct
+from cfmlir.dialects.cf_types import to_semantic
+from cfmlir.dialects.cftensor_metadata import (
+    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank,
+)
+from cfmlir.typing import types as sem
+from cfmlir.typing.checker import operator_bindings
+
+BATCH, CURR, PREV, POLY, SYM = (Size.of(s) for s in ("batch", "curr", "prev", "poly", "sym"))
+_LETTER = {"Int": "I", "Float": "R", "Bool": "B", "Neuron": "N", "Noise": "E", "PolyExp": "P", "SymExp": "S", "Ct": "C"}
+_BINARY = {
+    cf.AddOp: "add", cf.SubOp: "sub", cf.MulOp: "mul", cf.DivOp: "div", cf.AndOp: "and", cf.OrOp: "or",
+    cf.LtOp: "lt", cf.LeOp: "le", cf.GtOp: "gt", cf.GeOp: "ge", cf.EqOp: "eq", cf.NeOp: "ne",
+}
+_UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.AbsOp: "abs"}
+_NOWHERE = Loc("<cftensor>", 0, 0)
+
+
+class ShapeAnalysisError(CfError):
+    """A construct the tensor compiler cannot lift."""
+
+    def __init__(self, message: str):
+        super().__init__(_NOWHERE, message)
+
+
+def base_type(t: sem.Type) -> sem.BaseType:
+    while isinstance(t, sem.ListType):
+        t = t.elem
+    assert isinstance(t, sem.BaseType), t
+    return t
+
+
+def letter(t: sem.Type) -> str:
+    return _LETTER[base_type(t).name]
+
+
+@dataclass
+class Val:
+    """A lifted value: a cftensor SSA value and its ConstraintFlow type."""
+
+    v: SSAValue
+    ty: sem.Type
+
+    @property
+    def m(self) -> Metadata:
+        return ct.meta(self.v)
+
+    @property
+    def letter(self) -> str:
+        return letter(self.ty)
+
+
+@dataclass
+class Closure:
+    """A function value: a ``cf.func`` and the arguments applied so far (currying)."""
+
+    func: cf.FuncOp
+    args: tuple
+
+
+class RuleLifter:
+    """Lifts one transformer rule; see the module docstring for the algorithm."""
+
+    def __init__(self, module: ModuleOp, members: list[tuple[str, sem.Type]]):
+        self.funcs = {o.properties["sym_name"].data: o for o in module.ops if isinstance(o, cf.FuncOp)}
+        self.members = members
+        self.block = Block()
+        self.map_dims: list[Size] = []  # the dimension each enclosing map pushed (poly or sym)
+        self.inputs: dict[str, Val] = {}
+        self.curr_value: SSAValue | None = None
+
+    # -- emission helpers ------------------------------------------------------------------------
+    def emit(self, op: Operation) -> SSAValue | None:
+        self.block.add_op(op)
+        return op.results[0] if op.results else None
+
+    def T(self, m: Metadata) -> ct.TensorType:
+        return ct.TensorType(m)
+
+    def const(self, value: float, t: sem.Type = sem.FLOAT) -> Val:
+        return Val(self.emit(ct.ConstOp(float(value), self.T(Metadata.single(letter(t), [ONE], [ONE], True)))), t)
+
+    def input(self, name: str, m: Metadata, t: sem.Type) -> Val:
+        if name not in self.inputs:
+            self.inputs[name] = Val(self.emit(ct.InputOp(name, self.T(m))), t)
+        return self.inputs[name]
+
+    # -- alignment ---------------------------------------------------------------------------------
+    def lift_height(self, x: Val, height: int) -> Val:
+        """Use an outer value inside ``height - 1`` nested maps: push one element of intrinsic size 1
+        (broadcast over the map's dimension) per missing level."""
+        while x.m.height < height:
+            dim = self.map_dims[x.m.height - 1]
+            m = x.m.push(Element(x.m.top.type, (ONE,), (dim,), x.m.top.is_const))
+            x = Val(self.emit(ct.AddDimOp(x.v, len(x.m.shape), self.T(m))), x.ty)
+        return x
+
+    def coerce(self, x: Val, target: Metadata, keep_scalar: bool = True) -> Val:
+        """Bring ``x`` to ``target``'s intrinsic shape with add_dim/repeat (scalars stay scalars when
+        ``keep_scalar``)."""
+        if keep_scalar and ct.is_scalar_const(x.m):
+            return x
+        x = self.lift_height(x, target.height)
+        m = x.m
+        if m.top.rank < target.top.rank:
+            ext = m.with_top(extend_rank(m.top, target.top))
+            v = x.v
+            for d in range(len(m.shape), len(ext.shape)):
+                partial = Metadata(ext.elements)  # add one dimension at a time, same final metadata
+                v = self.emit(ct.AddDimOp(v, d, self.T(_prefix_rank(ext, d + 1, m))))
+            x, m = Val(v, x.ty), ext
+        v = x.v
+        cur = m
+        for i, (s, t) in enumerate(zip(m.shape, target.shape)):
+            if s != t:
+                if not s.is_one:
+                    raise ShapeAnalysisError(f"cannot align a dimension of size {s} with {t}")
+                cur = _with_flat_dim(cur, i, t, ONE)
+                v = self.emit(ct.RepeatOp(v, i, self.T(cur), t))
+        return Val(v, x.ty)
+
+    def align(self, *xs: Val) -> list[Val]:
+        """alignShapes over any number of operands (scalar constants broadcast untouched)."""
+        real = [x for x in xs if not ct.is_scalar_const(x.m)]
+        if not real:
+            return list(xs)
+        height = max(x.m.height for x in real)
+        real = [self.lift_height(x, height) for x in real]
+        target = real[0].m
+        for x in real[1:]:
+            _, _, target = align_shapes(target, x.m)
+        out, it = [], iter(real)
+        for x in xs:
+            out.append(x if ct.is_scalar_const(x.m) else self.coerce(next(it), target))
+        return out
+
+    def result_meta(self, operands: list[Val], t: sem.Type) -> Metadata:
+        real = [x.m for x in operands if not ct.is_scalar_const(x.m)]
+        if not real:
+            return Metadata.single(letter(t), [ONE], [ONE], True)
+        m = real[0]
+        return Metadata((Element(letter(t), m.top.shape, m.top.broadcast, False),) + m.rest)
+
+    # -- PolyExp / SymExp parts --------------------------------------------------------------------
+    def promote(self, x: Val, kind: str) -> Val:
+        """Promote a value to a PolyExp (``kind == 'P'``) or SymExp (``'S'``)."""
+        t = sem.POLYEXP if kind == "P" else sem.SYMEXP
+        if x.letter == kind:
+            return x
+        m = x.m
+        if x.letter == "N" and kind == "P":
+            return Val(self.emit(ct.NeuronToPolyOp(x.v, self.T(m.with_type("P")))), t)
+        if x.letter == "E" and kind == "S":
+            return Val(self.emit(ct.NoiseToSymOp(x.v, self.T(m.with_type("S")))), t)
+        if x.letter in "IRB":
+            op = ct.ConstToPolyOp if kind == "P" else ct.ConstToSymOp
+            return Val(self.emit(op(x.v, self.T(m.with_type(kind)))), t)
+        raise ShapeAnalysisError(f"cannot use a {x.ty} as a {t}")
+
+    def parts(self, x: Val) -> tuple[Val | None, Val]:
+        """(coefficients, constant) of a PolyExp/SymExp; ``None`` stands for all-zero coefficients
+        (a promoted constant), which the part-wise arithmetic below folds away.  The coefficients
+        have one more trailing dimension in the top element (``poly`` or ``sym``)."""
+        if x.letter in "IRB":
+            return None, x
+        if isinstance(x.v.owner, (ct.ConstToPolyOp, ct.ConstToSymOp)):
+            src = x.v.owner.operands[0]
+            return None, Val(src, sem.FLOAT)
+        if x.letter == "N":
+            x = self.promote(x, "P")
+        if x.letter == "E":
+            x = self.promote(x, "S")
+        kind = x.letter
+        dim = POLY if kind == "P" else SYM
+        m = x.m
+        top = m.top
+        cm = m.with_top(Element("R", top.shape + (dim,), top.broadcast + (ONE,), False))
+        km = m.with_type("R")
+        if kind == "P":
+            c, k = ct.ExtractPolyCoeffOp(x.v, self.T(cm)), ct.ExtractPolyConstOp(x.v, self.T(km))
+        else:
+            c, k = ct.ExtractSymCoeffOp(x.v, self.T(cm)), ct.ExtractSymConstOp(x.v, self.T(km))
+        return Val(self.emit(c), sem.FLOAT), Val(self.emit(k), sem.FLOAT)
+
+    def combine(self, coeff: Val | None, const: Val, kind: str) -> Val:
+        """Re-pack parts; the constant is brought to the coefficients' shape (minus the trailing
+        dimension) so both parts agree."""
+        t = sem.POLYEXP if kind == "P" else sem.SYMEXP
+        if coeff is None:
+            op = ct.ConstToPolyOp if kind == "P" else ct.ConstToSymOp
+            m = const.m
+            return Val(self.emit(op(const.v, self.T(m.with_type(kind)))), t)
+        cm = coeff.m
+        top = cm.top
+        km = cm.with_top(Element("R", top.shape[:-1], top.broadcast[:-1], False))
+        if not ct.is_scalar_const(const.m):
+            const = self.lift_height(const, km.height)
+            _, _, km = align_shapes(km, const.m)
+            t_top = km.top
+            target_c = km.with_top(Element("R", t_top.shape + (top.shape[-1],), t_top.broadcast + (top.broadcast[-1],), False))
+            coeff = self.coerce(coeff, target_c, keep_scalar=False)
+        const = self.coerce(const, km, keep_scalar=False)
+        op = ct.CombineToPolyOp if kind == "P" else ct.CombineToSymOp
+        return Val(self.emit(op(coeff.v, const.v, self.T(km.with_type(kind)))), t)
+
+    def cbinary(self, op: str, a: Val | None, b: Val | None) -> Val | None:
+        """Binary arithmetic on coefficient parts where ``None`` is zero."""
+        if a is None and b is None:
+            return None
+        if op == "add":
+            return b if a is None else a if b is None else self.binary("add", a, b, sem.FLOAT)
+        if op == "sub":
+            if b is None:
+                return a
+            return self.unary("neg", b, sem.FLOAT) if a is None else self.binary("sub", a, b, sem.FLOAT)
+        if op in ("mul", "div"):
+            return None if (a is None or (op == "mul" and b is None)) else self.binary(op, a, b, sem.FLOAT)
+        raise AssertionError(op)  # pragma: no cover
+
+    def cternary(self, c: Val, a: Val | None, b: Val | None) -> Val | None:
+        if a is None and b is None:
+            return None
+        zero = self.const(0.0)
+        return self.ternary(c, a if a is not None else zero, b if b is not None else zero, sem.FLOAT)
+
+    # -- tensor arithmetic -----------------------------------------------------------------------
+    def binary(self, op: str, a: Val, b: Val, t: sem.Type) -> Val:
+        a, b = self.align(a, b)
+        m = self.result_meta([a, b], t)
+        if op == "mul":
+            return Val(self.emit(ct.MultOp(a.v, b.v, self.T(m))), t)
+        return Val(self.emit(ct.BinaryOp(op, a.v, b.v, self.T(m))), t)
+
+    def unary(self, op: str, a: Val, t: sem.Type) -> Val:
+        m = a.m.with_type(letter(t))
+        if ct.is_scalar_const(a.m):
+            m = Metadata.single(letter(t), [ONE], [ONE], True)
+        return Val(self.emit(ct.UnaryOp(op, a.v, self.T(m))), t)
+
+    def ternary(self, c: Val, a: Val, b: Val, t: sem.Type) -> Val:
+        kind = letter(t)
+        if kind in "PS":
+            (ac, ak), (bc, bk) = self.parts(a), self.parts(b)
+            return self.combine(self.cternary(c, ac, bc), self.ternary(c, ak, bk, sem.FLOAT), kind)
+        c, a, b = self.align(c, a, b)
+        m = self.result_meta([c, a, b], t)
+        return Val(self.emit(ct.TernaryOp(c.v, a.v, b.v, self.T(m))), t)
+
+    def arith(self, op: str, a: Val, b: Val, t: sem.Type) -> Val:
+        """``a op b`` for any ConstraintFlow operand types (visitBinaryFloat / visitBinaryPolyexp)."""
+        kind = letter(t)
+        if kind not in "PS":
+            return self.binary(op, a, b, t)
+        if op in ("add", "sub"):
+            (ac, ak), (bc, bk) = self.parts(a), self.parts(b)
+            return self.combine(self.cbinary(op, ac, bc), self.binary(op, ak, bk, sem.FLOAT), kind)
+        if op == "mul":
+            scalar, e = (a, b) if a.letter in "IRB" else (b, a)
+        elif op == "div":
+            e, scalar = a, b
+        else:
+            raise ShapeAnalysisError(f"operation '{op}' on a {t}")
+        ec, ek = self.parts(e)
+        if op == "mul":
+            return self.combine(self.cbinary("mul", scalar, ec), self.binary("mul", scalar, ek, sem.FLOAT), kind)
+        return self.combine(self.cbinary("div", ec, scalar), self.binary("div", ek, scalar, sem.FLOAT), kind)
+
+    def reduce_top(self, x: Val, kind: str = "sum") -> Val:
+        """Reduce along the first dimension of the top stack element (the map dimension) and pop it."""
+        m = x.m
+        dim = sum(e.rank for e in m.rest)
+        top, below = m.top, m.elements[1]
+        merged = Element(x.letter, below.shape + top.shape[1:], below.broadcast + top.broadcast[1:], False)
+        return Val(self.emit(ct.ReduceOp(x.v, dim, self.T(Metadata((merged,) + m.elements[2:])), kind)), x.ty)
+
+    # -- expressions -------------------------------------------------------------------------------
+    def visit_region(self, region: Region, env: dict) -> Operation:
+        """Lift every op of a single-block region; returns its terminator."""
+        for op in region.block.ops:
+            if isinstance(op, (cf.YieldOp, cf.ReturnOp)):
+                return op
+            env[op.results[0]] = self.visit(op, env)
+        raise ShapeAnalysisError("region without terminator")  # pragma: no cover - the verifier checks
+
+    def visit(self, op: Operation, env: dict):
+        get = lambda i: env[op.operands[i]]  # noqa: E731
+        t = to_semantic(op.results[0].type)
+        if isinstance(op, cf.ConstOp):
+            v = op.value
+            if isinstance(v, IntegerAttr) and isinstance(op.results[0].type, cf.T.BoolType):
+                return self.const(1.0 if v.value.data else 0.0, sem.BOOL)
+            value = v.value.data if isinstance(v, (IntegerAttr, FloatAttr)) else v
+            return self.const(float(value), t)
+        if type(op) in _BINARY:
+            return self.arith(_BINARY[type(op)], get(0), get(1), t)
+        if isinstance(op, cf.InOp):
+            return None  # a constraint: only used in invariants, never executed
+        if isinstance(op, cf.NegOp):
+            a = get(0)
+            if letter(t) in "PS":
+                c, k = self.parts(a)
+                return self.combine(self.cbinary("sub", None, c), self.unary("neg", k, sem.FLOAT), letter(t))
+            return self.unary("neg", a, t)
+        if isinstance(op, cf.NotOp):
+            return self.unary("not", get(0), t)
+        if isinstance(op, cf.SelectOp):
+            if isinstance(t, sem.TupleType):
+                return [self.ternary(get(0), a, b, ft) for a, b, ft in zip(get(1), get(2), t.elems)]
+            return self.ternary(get(0), get(1), get(2), t)
+        if isinstance(op, cf.TupleOp):
+            return [env[o] for o in op.operands]
+        if isinstance(op, cf.FuncRefOp):
+            return Closure(self.funcs[op.callee.root_reference.data], ())
+        if isinstance(op, cf.CallOp):
+            return self.apply(Closure(self.funcs[op.callee.root_reference.data], ()), [env[o] for o in op.operands])
+        if isinstance(op, cf.ApplyOp):
+            return self.apply(get(0), [env[o] for o in op.operands[1:]])
+        if type(op) in _UNARY_BUILTINS:
+            return self.unary(_UNARY_BUILTINS[type(op)], get(0), t)
+        if isinstance(op, (cf.MaxOp, cf.MinOp)) and len(op.operands) == 2:
+            return self.binary("max" if isinstance(op, cf.MaxOp) else "min", get(0), get(1), t)
+        if isinstance(op, cf.SumOp):
+            return self.sum_list(get(0), t)
+        if isinstance(op, cf.AccessOp):
+            return self.access(get(0), op.member.data, t, op.operands[0])
+        if isinstance(op, cf.DotOp):
+            return self.dot(get(0), get(1), t)
+        if isinstance(op, cf.MapOp):
+            return self.map(get(0), get(1), t)
+        if isinstance(op, cf.TraverseOp):
+            return self.traverse(get(0), get(1), get(2), get(3))
+        if isinstance(op, cf.SymOp):
+            return self.sym()
+        if isinstance(op, cf.LeOp | cf.GeOp):  # pragma: no cover - handled by _BINARY
+            pass
+        raise ShapeAnalysisError(f"the tensor compiler does not support '{op.name}' yet")
+
+    def apply(self, f: Closure, args: list) -> object:
+        args = list(f.args) + list(args)
+        body = f.func.body.block
+        if len(args) < len(body.args):
+            return Closure(f.func, tuple(args))
+        env = dict(zip(body.args, args))
+        term = self.visit_region(f.func.body, env)
+        return env[term.operands[0]]
+
+    def sum_list(self, x: Val, t: sem.Type) -> Val:
+        """``sum(list)``: reduce the last (list) dimension of the top element."""
+        m = x.m
+        top = m.top
+        rm = m.with_top(Element(letter(t), top.shape[:-1], top.broadcast[:-1], False))
+        return Val(self.emit(ct.ReduceOp(x.v, len(m.shape) - 1, self.T(rm), "sum")), t)
+
+    def access(self, x: Val, member: str, t: sem.Type, cf_base: SSAValue) -> Val:
+        m = x.m
+        if member in ("weight", "bias"):
+            if self.curr_value is None or x.v is not self.curr_value:
+                raise ShapeAnalysisError(f"the tensor compiler supports '{member}' only on curr")
+            if member == "weight":
+                return self.input("weight", Metadata.single("R", [ONE, CURR, PREV], [BATCH, ONE, ONE]), t)
+            return self.input("bias", Metadata.single("R", [ONE, CURR], [BATCH, ONE]), t)
+        if member in ("layer", "last_layer"):
+            return Val(self.emit(ct.AccessOp(x.v, self.T(m.with_type("I")), member=member)), t)
+        # a shape member: one value per sample, so the batch dimension is materialised
+        bottom = m.elements[-1]
+        b = Element(letter(t), (BATCH,) + bottom.shape[1:], (ONE,) + bottom.broadcast[1:], False)
+        elements = tuple(Element(letter(t), e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,)
+        return Val(self.emit(ct.AccessOp(x.v, self.T(Metadata(elements)), member=member)), t)
+
+    def dot(self, base: Val, w: Val, t: sem.Type) -> Val:
+        kind = letter(t)
+        if base.letter == "N":
+            base, w = self.align(base, w)
+            m = w.m
+            top = m.top
+            rm = m.with_top(Element("P", top.shape[:-1], top.broadcast[:-1], False))
+            return Val(self.emit(ct.DotOp(base.v, w.v, self.T(rm))), t)
+        if kind == "R":  # Float List . Float List
+            return self.sum_list(self.binary("mul", base, w, sem.FLOAT), t)
+        # a list of PolyExps/SymExps: sum_i w_i * e_i, with the list dimension reduced
+        e = self.promote(base, kind) if base.letter != kind else base
+        ec, ek = self.parts(e)
+        if ec is None:
+            return self.combine(None, self.sum_list(self.binary("mul", w, ek, sem.FLOAT), sem.FLOAT), kind)
+        wc = self.coerce_add_trailing(w, ec)
+        coeff = self.binary("mul", wc, ec, sem.FLOAT)
+        coeff = self.reduce_dim(coeff, len(coeff.m.shape) - 2)
+        const = self.sum_list(self.binary("mul", w, ek, sem.FLOAT), sem.FLOAT)
+        return self.combine(coeff, const, kind)
+
+    def coerce_add_trailing(self, w: Val, like: Val) -> Val:
+        """``w`` with one trailing dimension broadcast over ``like``'s last dimension."""
+        m = w.m
+        top = m.top
+        nm = m.with_top(Element(top.type, top.shape + (ONE,), top.broadcast + (like.m.top.total[-1],), top.is_const))
+        return Val(self.emit(ct.AddDimOp(w.v, len(m.shape), self.T(nm))), w.ty)
+
+    def reduce_dim(self, x: Val, dim: int) -> Val:
+        m = x.m
+        below = sum(e.rank for e in m.rest)
+        j = dim - below
+        top = m.top
+        nm = m.with_top(Element(top.type, top.shape[:j] + top.shape[j + 1 :], top.broadcast[:j] + top.broadcast[j + 1 :], False))
+        return Val(self.emit(ct.ReduceOp(x.v, dim, self.T(nm), "sum")), x.ty)
+
+    def sym(self) -> Val:
+        if self.map_dims:
+            raise ShapeAnalysisError("the tensor compiler does not support 'sym' inside map or traverse")
+        return Val(self.emit(ct.SymOp(self.T(Metadata.single("E", [ONE, CURR], [BATCH, ONE])))), sem.NOISE)
+
+    # -- map -----------------------------------------------------------------------------------------
+    def map_inputs(self, e: Val) -> tuple[Val, Val, Val, Size]:
+        """(neurons or noise symbols, coefficients, constant, map dimension) of ``e``."""
+        kind = e.letter
+        dim = POLY if kind == "P" else SYM
+        m = e.m
+        km = m.with_type("R")
+        if kind == "P":
+            nm = compress(m.with_type("N")).push(Element("N", (POLY,), (ONE,)))
+            n = ct.MapNeuronOp(e.v, self.T(nm))
+            k = ct.ExtractPolyConstOp(e.v, self.T(km))
+        else:
+            nm = compress(m.with_type("E")).push(Element("E", (SYM,), (ONE,)))
+            n = ct.MapNoiseOp(e.v, self.T(nm))
+            k = ct.ExtractSymConstOp(e.v, self.T(km))
+        cm = m.with_type("R").push(Element("R", (dim,), (ONE,)))
+        c = ct.MapCoeffOp(e.v, self.T(cm))
+        nty = sem.NEURON if kind == "P" else sem.NOISE
+        return Val(self.emit(n), nty), Val(self.emit(c), sem.FLOAT), Val(self.emit(k), sem.FLOAT), dim
+
+    def as_map_base(self, e: Val, t: sem.Type | None = None) -> Val:
+        if e.letter in "PS":
+            return e
+        return self.promote(e, "S" if e.letter == "E" else "P")
+
+    def call_in_map(self, f: Closure, n: Val, c: Val, dim: Size) -> object:
+        """Apply ``f`` to the summands; the caller has entered the map level (:meth:`in_map`)."""
+        assert self.map_dims and self.map_dims[-1] == dim
+        return self.apply(f, [n, c])
+
+    @contextmanager
+    def in_map(self, dim: Size):
+        """Values of the next stack height may be made (outer values get lifted along ``dim``)."""
+        self.map_dims.append(dim)
+        try:
+            yield
+        finally:
+            self.map_dims.pop()
+
+    def masked(self, r: Val, mask: Val) -> Val:
+        """``mask * r`` for a scalar or PolyExp/SymExp ``r`` (``mask`` is 0/1)."""
+        kind = r.letter
+        if kind in "PS":
+            rc, rk = self.parts(r)
+            return self.combine(self.cbinary("mul", mask, rc), self.binary("mul", mask, rk, sem.FLOAT), kind)
+        return self.binary("mul", mask, r, r.ty)
+
+    def map(self, e: Val, f: Closure, t: sem.Type) -> Val:
+        e = self.as_map_base(e)
+        n, c, k, dim = self.map_inputs(e)
+        with self.in_map(dim):
+            r = self.call_in_map(f, n, c, dim)
+            height = c.m.height
+            r = self.lift_height(r, height) if not ct.is_scalar_const(r.m) else self.coerce(r, c.m, keep_scalar=False)
+            if not zero_preserving(f):
+                nonzero = self.binary("ne", c, self.const(0.0), sem.BOOL)
+                r = self.masked(r, nonzero)
+        kind = letter(t)
+        if r.letter in "PS":
+            rc, rk = self.parts(r)
+            rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            total = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), r.letter)
+            if kind != r.letter:  # pragma: no cover - the type checker makes them agree
+                total = self.promote(total, kind)
+            return self.arith("add", total, k, t)
+        s = self.reduce_top(r)
+        return self.arith("add", s, k, t)
+
+    # -- traverse ------------------------------------------------------------------------------------
+    def traverse(self, e: Val, prio: Closure, stop: Closure, replace: Closure) -> Val:
+        e = self.as_map_base(e)
+        if e.letter != "P":
+            raise ShapeAnalysisError("traverse needs a PolyExp")
+        base = e.m
+        expanded = Metadata((Element("P", base.top.total, (ONE,) * base.top.rank, False),) + base.rest)
+        e = self.coerce(e, expanded, keep_scalar=False)
+        loop_t = self.T(expanded)
+        outer = self.block
+
+        # before: [any(active), e, active, min priority]
+        before = Block(arg_types=[loop_t])
+        self.block = before
+        cur = Val(before.args[0], sem.POLYEXP)
+        n, c, _k, dim = self.map_inputs(cur)
+        with self.in_map(dim):
+            active, _p = self.active_and_priority(n, c, prio, stop, dim)
+            cond = Val(self.emit(ct.AnyOp(active.v, self.T(Metadata.single("B", [ONE], [ONE])))), sem.BOOL)
+        self.emit(ct.ReturnOp([cond.v, cur.v]))
+
+        # after: replace the selected neurons
+        after = Block(arg_types=[loop_t])
+        self.block = after
+        cur = Val(after.args[0], sem.POLYEXP)
+        n, c, k, dim = self.map_inputs(cur)
+        with self.in_map(dim):
+            active, p = self.active_and_priority(n, c, prio, stop, dim)
+            pmasked = self.ternary(active, p, self.const(float("inf")), sem.FLOAT)
+            pmin = self.reduce_top(pmasked, "min")
+            sel = self.binary("and", active, self.binary("eq", pmasked, pmin, sem.BOOL), sem.BOOL)
+            keep = self.unary("not", sel, sem.BOOL)
+            kept_coeff = self.binary("mul", keep, c, sem.FLOAT)
+            km = kept_coeff.m
+            merged = Element("R", km.elements[1].shape + km.top.shape, km.elements[1].broadcast + km.top.broadcast, False)
+            kept_coeff = Val(self.emit(ct.MergeTopOp(kept_coeff.v, self.T(Metadata((merged,) + km.elements[2:])))), sem.FLOAT)
+            r = self.call_in_map(replace, n, c, dim)
+            r = self.promote(self.lift_height(r, c.m.height), "P")
+            r = self.masked(r, sel)
+            rc, rk = self.parts(r)
+            rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            replaced = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), "P")
+        kept = self.combine(kept_coeff, k, "P")
+        new = self.arith("add", kept, replaced, sem.POLYEXP)
+        new = self.coerce(new, expanded, keep_scalar=False)
+        self.emit(ct.ReturnOp([new.v]))
+
+        self.block = outer
+        loop = ct.WhileOp([e.v], [loop_t], Region(before), Region(after))
+        return Val(self.emit(loop), sem.POLYEXP)
+
+    def active_and_priority(self, n: Val, c: Val, prio: Closure, stop: Closure, dim: Size) -> tuple[Val, Val]:
+        stopped = self.call_in_map(stop, n, c, dim)
+        p = self.call_in_map(prio, n, c, dim)
+        present = self.binary("ne", c, self.const(0.0), sem.BOOL)
+        go = self.unary("not", stopped, sem.BOOL)
+        active = self.binary("and", present, go, sem.BOOL)
+        return active, p
+
+    # -- rules -----------------------------------------------------------------------------------------
+    def bind(self, rule: str, block: Block) -> dict:
+        env: dict = {}
+        base_op = rule[4:] if rule.startswith("rev_") else rule
+        for (name, ty), arg in zip(operator_bindings(rule).items(), block.args):
+            if name in ("curr", "prev_0", "prev_1") or (name == "prev" and ty == sem.NEURON):
+                val = self.input(name, Metadata.single("N", [ONE, CURR], [BATCH, ONE]), ty)
+            elif name == "prev":
+                size = PREV if base_op in ("Affine", "Maxpool", "Minpool", "Avgpool") else Size(2)
+                val = self.input(name, Metadata.single("N", [ONE, ONE, size], [BATCH, CURR, ONE]), ty)
+            else:  # curr_list
+                val = self.input(name, Metadata.single("N", [ONE, ONE, CURR], [BATCH, CURR, ONE]), ty)
+            env[arg] = val
+            if name == "curr":
+                self.curr_value = val.v
+        return env
+
+    def lift_rule(self, transformer: str, rule: str, region: Region) -> ct.RuleOp:
+        env = self.bind(rule, region.block)
+        term = self.visit_region(region, env)
+        result = env[term.operands[0]] if len(term.operands) == 1 else [env[o] for o in term.operands]
+        fields = result if isinstance(result, list) else [result]
+        outs = []
+        for (name, mt), x in zip(self.members, fields):
+            outs.append(self.store_form(x, mt).v)
+        self.emit(ct.ReturnOp(outs))
+        return ct.RuleOp(transformer, rule, Region(self.block))
+
+    def store_form(self, x: Val, t: sem.Type) -> Val:
+        """Expand a member's value to its stored shape ``[batch, curr]``."""
+        kind = letter(t)
+        if kind in "PS" and x.letter != kind:
+            x = self.promote(x, kind)
+        if x.m.height != 1:
+            raise ShapeAnalysisError("a rule result depends on a map dimension")  # pragma: no cover
+        target = Metadata.single(kind if kind in "PS" else x.letter, [BATCH, CURR], [ONE, ONE])
+        if x.m.top.rank > 2:
+            raise ShapeAnalysisError(f"shape member of type {t} cannot hold a list")
+        return self.coerce(x, target, keep_scalar=False)
+
+
+def _prefix_rank(ext: Metadata, upto: int, orig: Metadata) -> Metadata:
+    """``ext`` with only its first ``upto`` physical dimensions' worth of added trailing dims."""
+    top = ext.top
+    below = sum(e.rank for e in ext.rest)
+    keep = upto - below
+    return ext.with_top(Element(top.type, top.shape[:keep], top.broadcast[:keep], top.is_const))
+
+
+def _with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
+    """``m`` with physical dimension ``i`` set to (shape, bcast)."""
+    elements = list(m.elements)
+    offset = 0
+    for idx in range(len(elements) - 1, -1, -1):
+        e = elements[idx]
+        if i < offset + e.rank:
+            j = i - offset
+            elements[idx] = Element(e.type, e.shape[:j] + (shape,) + e.shape[j + 1 :], e.broadcast[:j] + (bcast,) + e.broadcast[j + 1 :], e.is_const)
+            return Metadata(tuple(elements))
+        offset += e.rank
+    raise IndexError(i)
+
+
+def zero_preserving(f: Closure) -> bool:
+    """Whether ``f(n, 0) == 0`` follows syntactically from the body (products with the coefficient,
+    sums and conditionals of such terms), so a map need not mask absent summands."""
+    body = f.func.body.block
+    coeff = body.args[len(f.args) + 1] if len(body.args) == len(f.args) + 2 else None
+    if coeff is None:
+        return False
+    term = body.last_op
+    if not isinstance(term, cf.YieldOp):
+        return False
+
+    def zp(v: SSAValue) -> bool:
+        if v is coeff:
+            return True
+        op = v.owner
+        if isinstance(op, cf.ConstOp):
+            val = op.value.value.data
+            return float(val) == 0.0
+        if isinstance(op, cf.MulOp):
+            return zp(op.operands[0]) or zp(op.operands[1])
+        if isinstance(op, cf.DivOp):
+            return zp(op.operands[0])
+        if isinstance(op, (cf.AddOp, cf.SubOp)):
+            return zp(op.operands[0]) and zp(op.operands[1])
+        if isinstance(op, cf.NegOp):
+            return zp(op.operands[0])
+        if isinstance(op, cf.SelectOp):
+            return zp(op.operands[1]) and zp(op.operands[2])
+        return False
+
+    return zp(term.operands[0])
+
+
+def member_roles(shape: cf.ShapeOp) -> dict[str, str]:
+    """Each member's role from the shape constraints: ``curr[m] <= curr`` (or ``curr >= curr[m]``) ->
+    ``lower``, the mirror image -> ``upper``, ``curr In curr[m]`` -> ``zono``.  The engine uses the
+    roles to initialise the input layer and to read the final bounds."""
+    curr = shape.body.block.args[0]
+    roles: dict[str, str] = {}
+
+    def member(v: SSAValue) -> str | None:
+        op = v.owner
+        if isinstance(op, cf.AccessOp) and op.operands[0] is curr:
+            return op.member.data
+        return None
+
+    term = shape.body.block.last_op
+    for c in term.operands if term is not None else ():
+        op = c.owner
+        if not isinstance(op, (cf.LeOp, cf.GeOp, cf.InOp)):
+            continue
+        a, b = op.operands
+        if isinstance(op, cf.InOp):
+            if a is curr and member(b):
+                roles[member(b)] = "zono"
+            continue
+        less_is_member = member(a) if b is curr else None
+        more_is_member = member(b) if a is curr else None
+        if isinstance(op, cf.GeOp):
+            less_is_member, more_is_member = more_is_member, less_is_member
+        if less_is_member:
+            roles[less_is_member] = "lower"
+        if more_is_member:
+            roles[more_is_member] = "upper"
+    return roles
+
+
+class ShapeAnalysisPass(ModulePass):
+    """Lift the flow's transformer to ``cftensor`` rules (see the module docstring)."""
+
+    name = "shape-analysis"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        shape = next((o for o in op.ops if isinstance(o, cf.ShapeOp)), None)
+        flow = next((o for o in op.ops if isinstance(o, cf.FlowOp)), None)
+        if shape is None or flow is None:
+            raise ShapeAnalysisError("shape analysis needs a module with a 'cf.shape' and a 'cf.flow'")
+        members = [(n, to_semantic(t)) for n, t in zip(shape.member_names(), shape.member_types.data)]
+        tname = flow.transformer.root_reference.data if hasattr(flow.transformer, "root_reference") else str(flow.transformer)
+        transformer = next(o for o in op.ops if isinstance(o, cf.TransformerOp) and o.properties["sym_name"].data == tname)
+        roles = member_roles(shape)
+        new_ops: list[Operation] = [ct.FlowOp(flow.direction.data, tname, [(n, letter(t), roles.get(n, "-")) for n, t in members])]
+        for rule, region in transformer.rule_regions():
+            new_ops.append(RuleLifter(op, members).lift_rule(tname, rule, region))
+        for o in list(op.ops):
+            o.detach()
+            o.erase(safe_erase=False)
+        for o in new_ops:
+            op.body.block.add_op(o)

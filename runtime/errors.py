@@ -1,0 +1,67 @@
+"""User-facing runtime errors.
+
+Every error the runtime raises for bad user input (a network file, a CSV
+file, a VNN-LIB file, a bad option value) is a :class:`CfRuntimeError`.
+``str(err)`` is the complete one-line message that ``cf-run`` prints before
+exiting with a non-zero status, in the compiler-style format::
+
+    error: <file>:<line>: <what>        (when a line is known)
+    error: <file>: <what>               (when only a file is known)
+    error: <what>                       (otherwise)
+
+The pieces stay available as attributes (``file``, ``line``, ``what``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class CfRuntimeError(Exception):
+    """Base class; ``str()`` is the one-line user-facing message."""
+
+    def __init__(self, what: str, *, file: str | Path | None = None, line: int | None = None):
+        self.what = " ".join(str(what).split())  # force a single line
+        self.file = None if file is None else str(file)
+        self.line = line
+        super().__init__(self.message)
+
+    @property
+    def message(self) -> str:
+        loc = ""
+        if self.file is not None:
+            loc = self.file + (f":{self.line}" if self.line is not None else "") + ": "
+        elif self.line is not None:
+            loc = f"<input>:{self.line}: "
+        return f"error: {loc}{self.what}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NetworkError(CfRuntimeError):
+    """A network file that cannot be read or interpreted."""
+
+
+class UnsupportedOpError(NetworkError):
+    """An ONNX operator (or operator configuration) the loader does not support."""
+
+    def __init__(self, op: str, node: str, *, file: str | Path | None = None, detail: str | None = None):
+        self.op = op
+        self.node = node
+        what = f"unsupported ONNX op '{op}' at node '{node}'"
+        if detail:
+            what += f" ({detail})"
+        super().__init__(what, file=file)
+
+
+class DataError(CfRuntimeError):
+    """A malformed data file (e.g. an ERAN CSV row)."""
+
+
+class PropertyError(CfRuntimeError):
+    """A bad property specification (negative epsilon, shape mismatch, ...)."""
+
+
+class VnnlibError(PropertyError):
+    """A malformed VNN-LIB file."""

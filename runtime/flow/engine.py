@@ -1,0 +1,148 @@
+"""Run a compiled certifier over a network for a batch of input boxes.
+
+Algorithm: the input layer's members are initialised from the box by their *roles* (derived by the
+compiler from the shape constraints: a Float member with ``curr[m] <= curr`` is the lower bound, a
+PolyExp member with ``curr[M] <= curr`` the constant lower PolyExp, a SymExp member with
+``curr In curr[Z]`` the zonotope ``centre + radius * eps_i`` with one noise symbol per input neuron).
+Then every other layer, in topological order, runs the rule of its operator (``affine`` -> ``Affine``,
+``relu`` -> ``Relu``, ...) for the whole batch and stores the results.  Noise symbols that a rule may
+create are allocated before the rule runs, so every SymExp in it has the same width.  The bounds of the
+last layer (the robustness margins, when the network carries them) are the result.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import torch
+
+from cfruntime import tensor as gb
+from cfruntime.flow import ops as rt
+from cfruntime.flow.context import LayerContext
+from cfruntime.flow.representation import Representation
+from cfruntime.flow.store import ShapeStore
+from cfruntime.flow.values import Affine
+
+OPERATOR_OF_KIND = {"affine": "Affine", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "maxpool": "Maxpool", "add": "Neuron_add"}
+
+
+class EngineError(RuntimeError):
+    """A certifier/network combination the compiled engine cannot run (one-line message)."""
+
+
+@dataclass
+class CompiledCertifier:
+    """An emitted Python module, loaded."""
+
+    name: str
+    flow: dict
+    rules: dict
+    noise: dict
+    source: str
+
+    @classmethod
+    def from_source(cls, name: str, source: str) -> "CompiledCertifier":
+        module = types.ModuleType(f"cfmlir_compiled_{name}")
+        exec(compile(source, f"<compiled {name}>", "exec"), module.__dict__)  # noqa: S102 - our own output
+        return cls(name, module.FLOW, module.RULES, getattr(module, "NOISE", {}), source)
+
+    @property
+    def members(self) -> list[tuple[str, str, str]]:
+        return [tuple(m) if len(m) == 3 else (m[0], m[1], "-") for m in self.flow["members"]]
+
+    def member_with_role(self, letter_set: str, role: str) -> str | None:
+        return next((n for n, l, r in self.members if l in letter_set and r == role), None)
+
+
+@dataclass
+class EngineResult:
+    lower: torch.Tensor  # [B, n_last]
+    upper: torch.Tensor
+    store: ShapeStore
+
+
+def _weights(rep: Representation):
+    cache: dict[int, object] = {}
+
+    def get(layer):
+        if layer.index in cache:
+            return cache[layer.index]
+        if getattr(layer, "batched", False):
+            w = layer.weight.to(rep.dtype)  # [B, size, pred]
+        else:
+            w = layer.weight_matrix().to(rep.dtype).unsqueeze(0)
+        cache[layer.index] = rep.tensor(w) if rep.sparse else w.to(rep.device)
+        return cache[layer.index]
+
+    return get
+
+
+def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
+                  sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu") -> EngineResult:
+    """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``)."""
+    rep = Representation(sparse, dtype, device)
+    b = lb.shape[0]
+    lb = lb.reshape(b, -1).to(dtype).to(rep.device)
+    ub = ub.reshape(b, -1).to(dtype).to(rep.device)
+    layers = network.layers
+    for layer in layers[1:]:
+        op = OPERATOR_OF_KIND.get(layer.kind)
+        if op is None or op not in cert.rules:
+            raise EngineError(f"certifier '{cert.name}' has no rule for '{op or layer.kind}' (layer {layer.index})")
+    members = cert.members
+    store = ShapeStore(members, [l.size for l in layers], b, rep)
+    n0 = layers[0].size
+    has_sym = any(letter == "S" for _, letter, _ in members)
+    sym = n0 if has_sym else 0
+    for name, letter, role in members:
+        store.put(0, name, _initial(letter, role, name, lb, ub, rep, cert.name))
+    weights = _weights(rep)
+    for layer in layers[1:]:
+        op = OPERATOR_OF_KIND[layer.kind]
+        new_sym = sym + cert.noise.get(op, 0) * layer.size
+        ctx = LayerContext(network, layer, store, b, sym, new_sym, weights)
+        values = cert.rules[op](rt, ctx)
+        sym = new_sym
+        for (name, letter, _), v in zip(members, values):
+            store.put(layer.index, name, _materialise(v, letter, b, layer.size, rep))
+    last = layers[-1].index
+    lo_name = cert.member_with_role("IR", "lower")
+    hi_name = cert.member_with_role("IR", "upper")
+    if lo_name is None or hi_name is None:
+        raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
+    lower = gb.to_dense(store.get(last, lo_name))
+    upper = gb.to_dense(store.get(last, hi_name))
+    return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store)
+
+
+def _initial(letter: str, role: str, name: str, lb, ub, rep: Representation, cert: str):
+    if letter in "IR":
+        if role == "lower":
+            return lb
+        if role == "upper":
+            return ub
+    if letter == "P":
+        if role == "lower":
+            return Affine(None, lb)
+        if role == "upper":
+            return Affine(None, ub)
+    if letter == "S" and role == "zono":
+        centre, radius = (lb + ub) / 2, (ub - lb) / 2
+        return Affine(rep.scaled_one_hot(radius, 0, lb.shape[1]), centre)
+    raise EngineError(f"certifier '{cert}': cannot initialise shape member '{name}' of the input layer from its constraints")
+
+
+def _materialise(v, letter: str, b: int, n: int, rep: Representation):
+    """A rule result as a stored value: full ``[B, n]`` constants; coefficients may keep a broadcast
+    batch dimension (they are shared by the whole batch)."""
+    if isinstance(v, Affine):
+        const = v.const
+        if isinstance(const, (int, float)):
+            const = torch.full((b, n), float(const), dtype=rep.dtype, device=rep.device)
+        else:
+            const = gb.to_dense(const).expand(b, n)
+        return Affine(v.coeff, const)
+    if isinstance(v, (int, float)):
+        return torch.full((b, n), float(v), dtype=rep.dtype, device=rep.device)
+    return gb.to_dense(v).to(rep.dtype).expand(b, n)

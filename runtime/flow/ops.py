@@ -1,0 +1,184 @@
+"""The tensor API that emitted rules call as ``rt.<op>`` (one function per ``cftensor`` op).
+
+Every function accepts Python scalars, torch tensors and g-BSCR tensors (the g-BSCR functional API
+in :mod:`cfruntime.tensor` takes both), and :class:`~cfruntime.flow.values.Affine` values where the
+op applies to PolyExps/SymExps (shape ops act on both parts; the coefficient dimension is trailing).
+
+Broadcasting contract: a dimension the compiler calls broadcast may be realised at run time with size
+1 (the ops broadcast); ``repeat`` is a broadcast view (``expand``/a repeat block), never a copy.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from cfruntime import tensor as gb
+from cfruntime.flow.values import Affine, Neurons
+
+#: Safety net for traverse loops: no certifier should need more iterations than this.
+MAX_LOOP_ITERATIONS = 100_000
+
+
+class LoopLimitError(RuntimeError):
+    pass
+
+
+def loop_guard():
+    """The iteration source of an emitted while loop."""
+    for i in itertools.count():
+        if i >= MAX_LOOP_ITERATIONS:
+            raise LoopLimitError(f"a traverse loop ran more than {MAX_LOOP_ITERATIONS} iterations")
+        yield i
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (int, float, bool))
+
+
+def _rank(x) -> int:
+    return 0 if _is_scalar(x) else len(x.shape)
+
+
+def _align_ranks(a, b):
+    """Give two operands the same rank by appending size-1 dimensions (the compiler aligns shapes;
+    run-time values may still be scalars or keep size-1 dimensions)."""
+    if _is_scalar(a) or _is_scalar(b):
+        return a, b
+    while _rank(a) < _rank(b):
+        a = gb.add_dim(a, _rank(a))
+    while _rank(b) < _rank(a):
+        b = gb.add_dim(b, _rank(b))
+    return a, b
+
+
+def binary(op: str, a, b):
+    if _is_scalar(a) and _is_scalar(b):
+        return gb.binary(torch.tensor(float(a), dtype=torch.float64), b, op).item()
+    a, b = _align_ranks(a, b)
+    return gb.binary(a, b, op)
+
+
+def mult(a, b):
+    return binary("mul", a, b)
+
+
+def unary(op: str, a):
+    if _is_scalar(a):
+        return gb.unary(torch.tensor(float(a), dtype=torch.float64), op).item()
+    return gb.unary(a, op)
+
+
+def where(c, a, b):
+    if _is_scalar(c):
+        return a if c else b
+    ranks = [_rank(x) for x in (c, a, b)]
+    r = max(ranks)
+    c, a, b = (x if _is_scalar(x) else _pad_rank(x, r) for x in (c, a, b))
+    return gb.where(c, a, b)
+
+
+def _pad_rank(x, r):
+    while _rank(x) < r:
+        x = gb.add_dim(x, _rank(x))
+    return x
+
+
+def clamp(a, lo=None, hi=None):
+    return gb.clamp(a, lo, hi)
+
+
+def add_dim(a, dim: int):
+    if _is_scalar(a):
+        return a
+    if isinstance(a, Affine):
+        return Affine(None if a.coeff is None else gb.add_dim(a.coeff, dim), add_dim(a.const, dim))
+    if isinstance(a, Neurons):
+        return Neurons(a.start, a.count, a.dim + (1 if dim <= a.dim else 0), a.rank + 1, a.noise)
+    return gb.add_dim(a, dim)
+
+
+def remove_dim(a, dim: int):
+    if isinstance(a, Affine):
+        return Affine(None if a.coeff is None else gb.remove_dim(a.coeff, dim), remove_dim(a.const, dim))
+    return a if _is_scalar(a) else gb.remove_dim(a, dim)
+
+
+def repeat(a, dim: int, size: int):
+    """Broadcast a size-1 dimension to ``size`` (a view; no-op if it already has that size)."""
+    if _is_scalar(a) or isinstance(a, Neurons):
+        return a
+    if isinstance(a, Affine):
+        return Affine(None if a.coeff is None else repeat(a.coeff, dim, size), repeat(a.const, dim, size))
+    if _rank(a) <= dim or a.shape[dim] == size:
+        return a
+    return gb.expand_dim(a, dim, size)
+
+
+def reduce(a, dim: int, kind: str = "sum"):
+    if kind == "sum":
+        return gb.reduce_sum(a, dim)
+    dense = gb.to_dense(a)
+    return dense.amin(dim) if kind == "min" else dense.amax(dim)
+
+
+def inner(a, b, dim: int):
+    """``sum over dim of a * b`` for equal-rank operands whose size-1 dimensions broadcast, run as a
+    batched matrix product: the last dimension full only in ``a`` is the row dimension, the last full
+    only in ``b`` the column dimension, and every other dimension is a (broadcast) batch dimension."""
+    a, b = _align_ranks(a, b)
+    r = _rank(a)
+    dim %= r
+    sa, sb = a.shape, b.shape
+    others = [d for d in range(r) if d != dim]
+    a_only = [d for d in others if sa[d] != 1 and sb[d] == 1]
+    b_only = [d for d in others if sb[d] != 1 and sa[d] == 1]
+    row = a_only[-1] if a_only else None
+    col = b_only[-1] if b_only else None
+    batch = [d for d in others if d not in (row, col)]
+    ta, dims_a = a, list(range(r))
+    if col is not None:
+        ta, dims_a = gb.remove_dim(ta, col), [d for d in dims_a if d != col]
+    order_a = batch + ([row] if row is not None else []) + [dim]
+    ta = gb.permute(ta, [dims_a.index(d) for d in order_a])
+    if row is None:
+        ta = gb.add_dim(ta, len(batch))
+    tb, dims_b = b, list(range(r))
+    if row is not None:
+        tb, dims_b = gb.remove_dim(tb, row), [d for d in dims_b if d != row]
+    order_b = batch + [dim] + ([col] if col is not None else [])
+    tb = gb.permute(tb, [dims_b.index(d) for d in order_b])
+    if col is None:
+        tb = gb.add_dim(tb, len(batch) + 1)
+    out = gb.inner(ta, tb, -2)  # [batch..., row|1, col|1]
+    order = list(batch)
+    if row is None:
+        out = gb.remove_dim(out, len(batch))
+    else:
+        order.append(row)
+    if col is None:
+        out = gb.remove_dim(out, len(order))
+    else:
+        order.append(col)
+    return gb.permute(out, [order.index(d) for d in sorted(order)])
+
+
+def coeff(e):
+    if not isinstance(e, Affine):
+        raise TypeError(f"expected a PolyExp/SymExp value, got {type(e).__name__}")
+    return 0.0 if e.coeff is None else e.coeff
+
+
+def constant(e):
+    if not isinstance(e, Affine):
+        raise TypeError(f"expected a PolyExp/SymExp value, got {type(e).__name__}")
+    return e.const
+
+
+def affine(c, k):
+    return Affine(c, k)
+
+
+def any(a) -> bool:  # noqa: A001 - mirrors cftensor.any
+    return bool(a) if _is_scalar(a) else gb.any(a)

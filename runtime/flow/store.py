@@ -1,0 +1,85 @@
+"""The shape members of every layer analysed so far, and their network-wide views.
+
+Per layer ``k`` (``n_k`` neurons) and member: a Float/Int/Bool member is a ``[B, n_k]`` tensor; a
+PolyExp member an :class:`Affine` with coefficients ``[B, n_k, N]`` over all ``N`` neurons; a SymExp
+member an :class:`Affine` with coefficients ``[B, n_k, S_k]`` over the ``S_k`` noise symbols that
+existed when it was stored (fewer than later: they are padded with zeros when read).
+
+A map or traverse reads a member of *all* neurons; :meth:`ShapeStore.global_member` concatenates the
+layers (zeros for layers not analysed yet, whose coefficients in any expression are zero) and caches
+the result until the next layer is stored.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cfruntime import tensor as gb
+from cfruntime.flow.representation import Representation
+from cfruntime.flow.values import Affine
+
+
+class ShapeStore:
+    def __init__(self, members: list[tuple[str, str, str]], sizes: list[int], batch: int, rep: Representation):
+        self.members = {name: letter for name, letter, _ in members}
+        self.sizes = sizes
+        self.offsets = [sum(sizes[:k]) for k in range(len(sizes))]
+        self.total = sum(sizes)
+        self.batch = batch
+        self.rep = rep
+        self.values: dict[str, dict[int, object]] = {name: {} for name, _, _ in members}
+        self._global: dict[tuple[str, int], object] = {}
+
+    def put(self, layer: int, name: str, value) -> None:
+        self.values[name][layer] = value
+        self._global.clear()
+
+    def get(self, layer: int, name: str):
+        try:
+            return self.values[name][layer]
+        except KeyError:
+            raise RuntimeError(f"shape member '{name}' of layer {layer} is read before it is computed") from None
+
+    def pad_sym(self, value: Affine, total_sym: int) -> Affine:
+        """A stored SymExp with its coefficients extended (with zeros) to ``total_sym`` symbols."""
+        c = value.coeff
+        if c is None or c.shape[-1] == total_sym:
+            return value
+        return Affine(gb.embed_range(c, c.dim() - 1 if hasattr(c, "dim") else len(c.shape) - 1, 0, total_sym), value.const)
+
+    def global_member(self, name: str, total_sym: int = 0):
+        """Member ``name`` of all ``N`` neurons: ``[B, N]`` or an Affine with ``[B, N, N|S]``."""
+        key = (name, total_sym)
+        if key in self._global:
+            return self._global[key]
+        letter = self.members[name]
+        b = self.batch
+        if letter in "PS":
+            width = self.total if letter == "P" else total_sym
+            coeffs, consts = [], []
+            for k, n in enumerate(self.sizes):
+                v = self.values[name].get(k)
+                if v is None:
+                    coeffs.append(self.rep.zeros((b, n, width)))
+                    consts.append(torch.zeros((b, n), dtype=self.rep.dtype, device=self.rep.device))
+                    continue
+                if letter == "S":
+                    v = self.pad_sym(v, total_sym)
+                coeffs.append(v.coeff if v.coeff is not None else self.rep.zeros((b, n, width)))
+                consts.append(gb.to_dense(v.const).expand(b, n) if not isinstance(v.const, float) else torch.full((b, n), v.const, dtype=self.rep.dtype))
+            out = Affine(self.rep.cat([_full_batch(c, b) for c in coeffs], 1), torch.cat(consts, 1))
+        else:
+            parts = []
+            for k, n in enumerate(self.sizes):
+                v = self.values[name].get(k)
+                parts.append(torch.zeros((b, n), dtype=self.rep.dtype, device=self.rep.device) if v is None else gb.to_dense(v).to(self.rep.dtype).expand(b, n))
+            out = torch.cat(parts, 1)
+        self._global[key] = out
+        return out
+
+
+def _full_batch(c, b: int):
+    """Coefficients with their batch dimension at full size (stored ones may broadcast)."""
+    if c.shape[0] == b:
+        return c
+    return gb.expand_dim(c, 0, b)

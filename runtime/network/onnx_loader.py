@@ -1,0 +1,730 @@
+"""ONNX -> :class:`~cfruntime.network.graph.Network`.
+
+How ONNX nodes become layers
+----------------------------
+The loader walks the graph in node order and keeps, for every ONNX value,
+either a constant (numpy) or a *pending linear expression* of one layer's
+output: ``value = stage_k(... stage_1(layer_out))`` where each stage is one
+of
+
+* a **gather** stage ``y[i] = scale[i] * x[index[i]] + shift[i]`` -- Sub/Div/
+  Mul/Add by constants (mean/std normalisation), BatchNormalization (per
+  channel), Flatten, Reshape, Transpose, Identity, Dropout;
+* a **dense** stage ``y = W x + b`` -- Gemm (transB/alpha/beta honoured),
+  MatMul (+ Add of a bias in either operand order), AveragePool whose
+  divisor is not uniform, and a Conv whose kernel covers its whole
+  (unpadded) input, i.e. a fully-connected layer written as a Conv (the
+  MATLAB-exported ``mnist_nln_*`` nets);
+* a **conv** stage -- Conv (strides, asymmetric pads, dilation, auto_pad;
+  group 1 only), AveragePool/GlobalAveragePool with a uniform divisor (as a
+  convolution with a channel-diagonal kernel).
+
+A new stage is merged into the previous one whenever the result is exact and
+stays in the same form:
+
+* gather after gather / dense after gather / gather after dense / dense
+  after dense  -> one stage (so ``Sub -> Div -> Flatten -> Gemm`` and
+  ``Transpose -> Reshape -> Gemm`` become one dense affine layer);
+* gather after conv -> the conv, if the gather keeps the element order and
+  its scale is constant per channel (BatchNorm after Conv, bias Add, Flatten);
+* conv after gather -> the conv, *only if the conv has no padding*, the
+  gather keeps the element order and its scale is constant per channel.
+  With padding, the zeros are inserted *after* normalisation (the raw image
+  is effectively padded with ``-t/s``), so a folded conv with a per-channel
+  bias would be wrong at the borders; the normalisation then stays its own
+  affine layer (a diagonal ``'gather'`` layer) and the conv keeps its
+  per-channel bias.  (Folding would only be exact with a per-neuron bias
+  ``conv(pad0(t))``.)  Without padding the shift ``t`` may vary per pixel
+  (e.g. a mean image); it becomes a per-neuron bias of the conv layer
+  (``ConvSpec.bias_per_channel`` is then None);
+* conv never merges with conv or dense (convolutions stay convolutions).
+
+When a nonlinearity (Relu, Sigmoid, Tanh, MaxPool, residual Add of two
+branches) consumes a pending value, each remaining stage becomes one
+``'affine'`` layer.  A final Softmax is dropped with a notice (bounds are on
+the logits); Softmax anywhere else, any other op, groups > 1, transA on the
+data input etc. raise :class:`~cfruntime.errors.UnsupportedOpError`
+(``error: <file>: unsupported ONNX op 'X' at node 'name'``).
+
+``hwc_flatten=True`` reads the first Flatten of a ``[N,C,H,W]`` tensor in
+channel-interleaved (HWC) order: this gives the intended (ERAN/TensorFlow)
+semantics of the CIFAR fully-connected ERAN nets whose first Gemm expects
+HWC columns (see ``cifar_fc_hwc_quirk`` in ``nets/MANIFEST.json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+from cfruntime.errors import NetworkError, UnsupportedOpError
+from cfruntime.network.graph import ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
+
+SUPPORTED_OPS = frozenset({
+    "Gemm", "MatMul", "Conv", "Relu", "Sigmoid", "Tanh", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Add", "Mul",
+    "BatchNormalization", "AveragePool", "GlobalAveragePool", "MaxPool", "Softmax", "Identity", "Dropout", "Constant",
+})
+
+
+# ---------------------------------------------------------------------------------------------
+# values and stages
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class _Const:
+    value: np.ndarray
+
+
+@dataclass
+class _GStage:
+    index: np.ndarray  # [n_out] int64
+    scale: np.ndarray  # [n_out] float64
+    shift: np.ndarray  # [n_out] float64
+    in_size: int
+    out_shape: tuple
+
+    def is_order_preserving(self) -> bool:
+        return self.index.shape[0] == self.in_size and bool(np.all(self.index == np.arange(self.in_size)))
+
+    def is_identity(self) -> bool:
+        return self.is_order_preserving() and bool(np.all(self.scale == 1.0)) and bool(np.all(self.shift == 0.0))
+
+
+@dataclass
+class _DStage:
+    W: np.ndarray  # [n_out, n_in]
+    b: np.ndarray  # [n_out]
+    out_shape: tuple
+
+    @property
+    def in_size(self) -> int:
+        return self.W.shape[1]
+
+
+@dataclass
+class _CStage:
+    kernel: np.ndarray  # [O, C, kh, kw]
+    bias: np.ndarray  # [n_out] per neuron
+    stride: tuple
+    pads: tuple  # (top, left, bottom, right)
+    dilation: tuple
+    in_shape: tuple
+    out_shape: tuple
+    from_pool: bool = False  # an AveragePool (may be unrolled into a following dense stage)
+
+    @property
+    def in_size(self) -> int:
+        return _prod(self.in_shape)
+
+    def dense(self) -> np.ndarray:
+        n = self.in_size
+        eye = np.eye(n).reshape(n, *self.in_shape)
+        t = torch.from_numpy(eye)
+        t = F.pad(t, (self.pads[1], self.pads[3], self.pads[0], self.pads[2]))
+        y = F.conv2d(t, torch.from_numpy(np.ascontiguousarray(self.kernel)), stride=self.stride, dilation=self.dilation)
+        return y.reshape(n, -1).numpy().T.copy()
+
+
+@dataclass(eq=False)
+class _Lin:
+    src: int  # layer index
+    shape: tuple  # full ONNX shape, batch dim = 1
+    stages: list = field(default_factory=list)
+
+    @property
+    def inner(self) -> tuple:
+        return tuple(self.shape[1:])
+
+    @property
+    def size(self) -> int:
+        return _prod(self.shape[1:])
+
+
+def _conv_np(x: np.ndarray, kernel: np.ndarray, stride, pads, dilation) -> np.ndarray:
+    """conv of one [C,H,W] image (float64) -> [O,OH,OW]."""
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))[None]
+    t = F.pad(t, (pads[1], pads[3], pads[0], pads[2]))
+    y = F.conv2d(t, torch.from_numpy(np.ascontiguousarray(kernel, dtype=np.float64)), stride=stride, dilation=dilation)
+    return y[0].numpy()
+
+
+def _per_channel(vec: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """If ``vec`` (flat over ``shape`` = (C,H,W)) is constant over each channel, return [C]."""
+    if len(shape) != 3:
+        return None
+    v = vec.reshape(shape)
+    c = v[:, :1, :1]
+    if np.all(v == c):
+        return c.reshape(-1).copy()
+    return None
+
+
+def _compose(prev, new, limit_cells: int = 1 << 26):
+    """Merge stage ``new`` (applied after ``prev``) into one stage, or return None."""
+    if isinstance(new, _GStage):
+        if isinstance(prev, _GStage):
+            return _GStage(prev.index[new.index], new.scale * prev.scale[new.index],
+                           new.scale * prev.shift[new.index] + new.shift, prev.in_size, new.out_shape)
+        if isinstance(prev, _DStage):
+            return _DStage(prev.W[new.index] * new.scale[:, None], prev.b[new.index] * new.scale + new.shift, new.out_shape)
+        if isinstance(prev, _CStage):
+            if not new.is_order_preserving():
+                return None
+            sc = _per_channel(new.scale, prev.out_shape)
+            if sc is None:
+                return None
+            return _CStage(prev.kernel * sc[:, None, None, None], prev.bias * new.scale + new.shift, prev.stride, prev.pads,
+                           prev.dilation, prev.in_shape, prev.out_shape, prev.from_pool)
+    if isinstance(new, _DStage):
+        if isinstance(prev, _GStage):
+            n_src = prev.in_size
+            Ws = new.W * prev.scale[None, :]
+            if new.W.shape[0] * n_src > limit_cells:
+                return None
+            W = np.zeros((new.W.shape[0], n_src))
+            idx = prev.index
+            if idx.shape[0] == n_src and np.unique(idx).shape[0] == n_src:
+                W[:, idx] = Ws
+            else:
+                np.add.at(W.T, idx, Ws.T)
+            return _DStage(W, new.W @ prev.shift + new.b, new.out_shape)
+        if isinstance(prev, _DStage):
+            if new.W.shape[0] * prev.W.shape[1] > limit_cells:
+                return None
+            return _DStage(new.W @ prev.W, new.W @ prev.b + new.b, new.out_shape)
+        if isinstance(prev, _CStage) and prev.from_pool and _prod(prev.out_shape) * prev.in_size <= limit_cells // 4:
+            return _DStage(new.W @ prev.dense(), new.W @ prev.bias + new.b, new.out_shape)
+        return None  # keep convolutions as convolutions
+    if isinstance(new, _CStage):
+        if isinstance(prev, _GStage) and not any(new.pads) and prev.is_order_preserving():
+            sc = _per_channel(prev.scale, new.in_shape)
+            if sc is None:
+                return None
+            kernel = new.kernel * sc[None, :, None, None]
+            bias = new.bias + _conv_np(prev.shift.reshape(new.in_shape), new.kernel, new.stride, new.pads, new.dilation).reshape(-1)
+            return _CStage(kernel, bias, new.stride, new.pads, new.dilation, new.in_shape, new.out_shape)
+        return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# loader
+# ---------------------------------------------------------------------------------------------
+def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
+    """Load an ONNX file into a :class:`Network` (see module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise NetworkError("no such network file", file=path)
+    try:
+        model = onnx.load(str(path))
+    except Exception as e:  # protobuf DecodeError etc.
+        raise NetworkError(f"not a valid ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
+    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
+
+
+def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False) -> Network:
+    """Convert an in-memory ONNX ``ModelProto``."""
+    return _Loader(model, source, hwc_flatten).run()
+
+
+def _oneline(e: Exception) -> str:
+    s = " ".join(str(e).split())
+    return s[:200]
+
+
+def _attrs(node) -> dict:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+class _Loader:
+    def __init__(self, model, source, hwc_flatten):
+        self.model = model
+        self.source = source
+        self.hwc_flatten = hwc_flatten
+        self.layers: list[Layer] = []
+        self.notices: list[str] = []
+        self.values: dict[str, object] = {}
+        self.materialized: dict[int, tuple[int, object]] = {}
+
+    # -- errors --------------------------------------------------------------------------------
+    def err(self, what: str) -> NetworkError:
+        return NetworkError(what, file=self.source)
+
+    def unsupported(self, node, detail: str | None = None) -> UnsupportedOpError:
+        return UnsupportedOpError(node.op_type, self.node_name(node), file=self.source, detail=detail)
+
+    def node_name(self, node) -> str:
+        return node.name or (node.output[0] if node.output else "?")
+
+    # -- main ----------------------------------------------------------------------------------
+    def run(self) -> Network:
+        g = self.model.graph
+        if not isinstance(self.model, onnx.ModelProto) or len(g.node) == 0:
+            raise self.err("not a valid ONNX model (empty graph)")
+        for node in g.node:
+            if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
+                raise self.unsupported(node)
+        try:
+            onnx.checker.check_model(self.model)
+        except Exception as e:
+            raise self.err(f"invalid ONNX model ({_oneline(e)})") from None
+        inits = {}
+        for t in g.initializer:
+            arr = numpy_helper.to_array(t)
+            inits[t.name] = _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
+        data_inputs = [i for i in g.input if i.name not in inits]
+        if len(data_inputs) != 1:
+            raise self.err(f"expected exactly one data input, found {len(data_inputs)}")
+        if len(g.output) != 1:
+            raise self.err(f"expected exactly one output, found {len(g.output)}")
+        inp = data_inputs[0]
+        dims = inp.type.tensor_type.shape.dim
+        if len(dims) < 2:
+            raise self.err(f"input '{inp.name}' must have a batch dimension and at least one more dimension")
+        if dims[0].HasField("dim_value") and dims[0].dim_value not in (0, 1):
+            raise self.err(f"input '{inp.name}' has a fixed batch size {dims[0].dim_value}; expected 1 or dynamic")
+        shape = []
+        for d in dims[1:]:
+            if not d.HasField("dim_value") or d.dim_value <= 0:
+                raise self.err(f"input '{inp.name}' has a non-static dimension")
+            shape.append(int(d.dim_value))
+        self.layers.append(Layer(index=0, kind="input", shape=tuple(shape), name=inp.name))
+        self.values.update(inits)
+        self.values[inp.name] = _Lin(0, (1, *shape), [])
+
+        out_name = g.output[0].name
+        # only nodes the output depends on
+        producers = {o: n for n in g.node for o in n.output}
+        needed, stack = set(), [out_name]
+        while stack:
+            v = stack.pop()
+            n = producers.get(v)
+            if n is not None and id(n) not in needed:
+                needed.add(id(n))
+                stack.extend(i for i in n.input if i)
+        for node in g.node:
+            if id(node) not in needed:
+                continue
+            if node.op_type == "Softmax":
+                self.softmax(node, out_name)
+                continue
+            for i in node.input:
+                if i and i not in self.values:
+                    raise self.err(f"node '{self.node_name(node)}' uses undefined value '{i}'")
+            self.values[node.output[0]] = self.convert(node)
+        if out_name not in self.values:
+            raise self.err(f"graph output '{out_name}' is not computed by any node")
+        out = self.values[out_name]
+        if not isinstance(out, _Lin):
+            raise self.err("the graph output does not depend on the input")
+        last = self.materialize(out)
+        if last != len(self.layers) - 1 or last == 0:
+            raise self.err("the graph output is not a layer computed from the input")
+        return Network(self.layers, source=self.source, notices=self.notices, input_name=inp.name)
+
+    def softmax(self, node, out_name):
+        if node.output[0] != out_name:
+            raise self.unsupported(node, "Softmax is only supported as the last node")
+        self.notices.append(f"Softmax at the output (node '{self.node_name(node)}') dropped: bounds are on the logits")
+        self.values[node.output[0]] = self.values[node.input[0]]
+
+    # -- layer creation ----------------------------------------------------------------------
+    def add_layer(self, kind, shape, preds, name, **kw) -> int:
+        idx = len(self.layers)
+        self.layers.append(Layer(index=idx, kind=kind, shape=tuple(int(s) for s in shape), preds=list(preds), name=name, **kw))
+        return idx
+
+    def materialize(self, lin: _Lin) -> int:
+        """Turn the pending stages of ``lin`` into affine layers; return the layer holding its value."""
+        key = id(lin)
+        if key in self.materialized:
+            return self.materialized[key][0]
+        cur = lin.src
+        for st in lin.stages:
+            if isinstance(st, _GStage) and st.is_identity():
+                continue
+            name = getattr(st, "name", "")
+            if isinstance(st, _GStage):
+                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="gather",
+                                     gather=GatherSpec(torch.from_numpy(st.index.astype(np.int64)), torch.from_numpy(st.scale.astype(np.float64)), st.in_size),
+                                     bias=torch.from_numpy(st.shift.astype(np.float64)))
+            elif isinstance(st, _DStage):
+                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="dense",
+                                     weight=torch.from_numpy(np.ascontiguousarray(st.W, dtype=np.float64)),
+                                     bias=torch.from_numpy(np.ascontiguousarray(st.b, dtype=np.float64)))
+            else:
+                bpc = _per_channel(st.bias, st.out_shape)
+                spec = ConvSpec(torch.from_numpy(np.ascontiguousarray(st.kernel, dtype=np.float64)), tuple(st.stride), tuple(st.pads),
+                                tuple(st.dilation), tuple(st.in_shape), tuple(st.out_shape),
+                                None if bpc is None else torch.from_numpy(bpc))
+                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="conv", conv=spec,
+                                     bias=torch.from_numpy(np.ascontiguousarray(st.bias, dtype=np.float64)))
+        self.materialized[key] = (cur, lin)
+        return cur
+
+    def push(self, lin: _Lin, stage, node) -> _Lin:
+        stage.name = self.node_name(node)
+        stages = list(lin.stages)
+        if stages:
+            merged = _compose(stages[-1], stage)
+            if merged is not None:
+                merged.name = stages[-1].name + "," + stage.name
+                stages[-1] = merged
+            else:
+                stages.append(stage)
+        else:
+            stages.append(stage)
+        return _Lin(lin.src, (1, *stage.out_shape), stages)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def const(self, node, name, what="input") -> np.ndarray:
+        v = self.values[name]
+        if not isinstance(v, _Const):
+            raise self.unsupported(node, f"{what} '{name}' must be a constant")
+        return v.value
+
+    def elementwise(self, lin: _Lin, node, scale=None, shift=None) -> _Lin:
+        n = lin.size
+        shp = lin.shape
+
+        def bc(c):
+            c = np.asarray(c, dtype=np.float64)
+            try:
+                out_shape = np.broadcast_shapes(c.shape, shp)
+            except ValueError:
+                raise self.unsupported(node, f"constant of shape {c.shape} does not broadcast to {shp}") from None
+            if tuple(out_shape) != tuple(shp):
+                raise self.unsupported(node, f"constant of shape {c.shape} would change the shape {shp}")
+            return np.broadcast_to(c, shp).reshape(-1).copy()
+
+        sc = np.ones(n) if scale is None else bc(scale)
+        sh = np.zeros(n) if shift is None else bc(shift)
+        return self.push(lin, _GStage(np.arange(n), sc, sh, n, lin.inner), node)
+
+    def reindex(self, lin: _Lin, node, index: np.ndarray, out_inner: tuple) -> _Lin:
+        n = index.size
+        return self.push(lin, _GStage(index.reshape(-1).astype(np.int64), np.ones(n), np.zeros(n), lin.size, tuple(out_inner)), node)
+
+    # -- op conversion -------------------------------------------------------------------------
+    def convert(self, node):
+        op = node.op_type
+        a = _attrs(node)
+        ins = [self.values[i] if i else None for i in node.input]
+        lin_in = [v for v in ins if isinstance(v, _Lin)]
+        if not lin_in:
+            return self.const_fold(node, ins, a)
+        fn = getattr(self, "op_" + op)
+        return fn(node, ins, a)
+
+    def const_fold(self, node, ins, a):
+        op = node.op_type
+        vals = [None if v is None else v.value for v in ins]
+        if op == "Constant":
+            if "value" in a:
+                arr = numpy_helper.to_array(a["value"])
+            elif "value_float" in a:
+                arr = np.array(a["value_float"], dtype=np.float32)
+            elif "value_floats" in a:
+                arr = np.array(a["value_floats"], dtype=np.float32)
+            elif "value_int" in a:
+                arr = np.array(a["value_int"], dtype=np.int64)
+            elif "value_ints" in a:
+                arr = np.array(a["value_ints"], dtype=np.int64)
+            else:
+                raise self.unsupported(node, "Constant without a tensor value")
+            return _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
+        try:
+            if op in ("Identity", "Dropout"):
+                return _Const(vals[0])
+            if op in ("Add", "Sub", "Mul", "Div"):
+                f = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
+                return _Const(f(vals[0], vals[1]))
+            if op == "Reshape":
+                shape = vals[1] if len(vals) > 1 else a["shape"]
+                shape = [d if d != 0 else vals[0].shape[i] for i, d in enumerate(np.asarray(shape).tolist())]
+                return _Const(vals[0].reshape(shape))
+            if op == "Transpose":
+                return _Const(np.transpose(vals[0], a.get("perm")))
+            if op == "MatMul":
+                return _Const(vals[0] @ vals[1])
+            if op == "Gemm":
+                A = vals[0].T if a.get("transA", 0) else vals[0]
+                B = vals[1].T if a.get("transB", 0) else vals[1]
+                y = a.get("alpha", 1.0) * (A @ B)
+                if len(vals) > 2 and vals[2] is not None:
+                    y = y + a.get("beta", 1.0) * vals[2]
+                return _Const(y)
+        except Exception as e:
+            raise self.err(f"cannot evaluate constant node '{self.node_name(node)}' ({_oneline(e)})") from None
+        raise self.unsupported(node, "on constant inputs only")
+
+    def op_Identity(self, node, ins, a):
+        return ins[0]
+
+    def op_Dropout(self, node, ins, a):
+        return ins[0]  # inference: identity (a mask output stays undefined)
+
+    def nonlinear(self, kind, node, ins):
+        lin = ins[0]
+        src = self.materialize(lin)
+        idx = self.add_layer(kind, lin.inner, [src], self.node_name(node))
+        return _Lin(idx, lin.shape, [])
+
+    def op_Relu(self, node, ins, a):
+        return self.nonlinear("relu", node, ins)
+
+    def op_Sigmoid(self, node, ins, a):
+        return self.nonlinear("sigmoid", node, ins)
+
+    def op_Tanh(self, node, ins, a):
+        return self.nonlinear("tanh", node, ins)
+
+    def op_Add(self, node, ins, a):
+        x, y = ins
+        if isinstance(x, _Lin) and isinstance(y, _Lin):
+            if x.shape != y.shape:
+                raise self.unsupported(node, f"residual Add of shapes {x.shape} and {y.shape}")
+            if x is y:
+                return self.elementwise(x, node, scale=2.0)
+            px, py = self.materialize(x), self.materialize(y)
+            idx = self.add_layer("add", x.inner, [px, py], self.node_name(node))
+            return _Lin(idx, x.shape, [])
+        lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
+        return self.elementwise(lin, node, shift=c)
+
+    def op_Sub(self, node, ins, a):
+        x, y = ins
+        if isinstance(x, _Lin) and isinstance(y, _Lin):
+            raise self.unsupported(node, "Sub of two data tensors")
+        if isinstance(x, _Lin):
+            return self.elementwise(x, node, shift=-np.asarray(y.value, dtype=np.float64))
+        return self.elementwise(y, node, scale=-1.0, shift=x.value)
+
+    def op_Mul(self, node, ins, a):
+        x, y = ins
+        if isinstance(x, _Lin) and isinstance(y, _Lin):
+            raise self.unsupported(node, "Mul of two data tensors")
+        lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
+        return self.elementwise(lin, node, scale=c)
+
+    def op_Div(self, node, ins, a):
+        x, y = ins
+        if not isinstance(x, _Lin) or isinstance(y, _Lin):
+            raise self.unsupported(node, "Div is only supported as data / constant")
+        c = np.asarray(y.value, dtype=np.float64)
+        if np.any(c == 0):
+            raise self.err(f"division by zero in node '{self.node_name(node)}'")
+        return self.elementwise(x, node, scale=1.0 / c)
+
+    def op_Flatten(self, node, ins, a):
+        lin = ins[0]
+        axis = a.get("axis", 1)
+        if axis < 0:
+            axis += len(lin.shape)
+        if axis != 1:
+            raise self.unsupported(node, f"Flatten axis {a.get('axis')} (only axis 1 keeps the batch)")
+        if self.hwc_flatten and len(lin.shape) == 4:
+            self.hwc_flatten = False  # first 4-D Flatten only
+            index = np.arange(lin.size).reshape(lin.inner).transpose(1, 2, 0)
+            return self.reindex(lin, node, index, (lin.size,))
+        return self.reindex(lin, node, np.arange(lin.size), (lin.size,))
+
+    def op_Reshape(self, node, ins, a):
+        lin = ins[0]
+        if len(ins) > 1:
+            shape = np.asarray(self.const(node, node.input[1], "shape")).astype(np.int64).tolist()
+        else:
+            shape = list(a.get("shape", []))
+        allowzero = a.get("allowzero", 0)
+        shape = [lin.shape[i] if (d == 0 and not allowzero and i < len(lin.shape)) else d for i, d in enumerate(shape)]
+        try:
+            new = np.empty(lin.shape, dtype=np.int8).reshape(shape).shape
+        except ValueError:
+            raise self.unsupported(node, f"cannot reshape {lin.shape} to {shape}") from None
+        if len(new) < 1 or new[0] != 1:
+            raise self.unsupported(node, f"Reshape to {list(shape)} does not keep the batch dimension")
+        return self.reindex(lin, node, np.arange(lin.size), tuple(new[1:]))
+
+    def op_Transpose(self, node, ins, a):
+        lin = ins[0]
+        perm = list(a.get("perm", list(range(len(lin.shape)))[::-1]))
+        if len(perm) != len(lin.shape) or perm[0] != 0:
+            raise self.unsupported(node, f"Transpose perm {perm} moves the batch dimension")
+        inner = [p - 1 for p in perm[1:]]
+        index = np.arange(lin.size).reshape(lin.inner).transpose(inner)
+        return self.reindex(lin, node, index, index.shape)
+
+    def op_BatchNormalization(self, node, ins, a):
+        lin = ins[0]
+        if a.get("training_mode", 0):
+            raise self.unsupported(node, "training_mode=1")
+        gamma, beta, mean, var = (np.asarray(self.const(node, n), dtype=np.float64).reshape(-1) for n in node.input[1:5])
+        eps = a.get("epsilon", 1e-5)
+        if len(lin.shape) < 2 or gamma.shape[0] != lin.shape[1]:
+            raise self.unsupported(node, f"BatchNormalization with {gamma.shape[0]} channels on shape {lin.shape}")
+        s = gamma / np.sqrt(var + eps)
+        t = beta - mean * s
+        cshape = (1, -1) + (1,) * (len(lin.shape) - 2)
+        return self.elementwise(lin, node, scale=s.reshape(cshape), shift=t.reshape(cshape))
+
+    def op_Gemm(self, node, ins, a):
+        A, B = ins[0], ins[1]
+        C = ins[2] if len(ins) > 2 else None
+        alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+        if not isinstance(A, _Lin) or isinstance(B, _Lin):
+            raise self.unsupported(node, "the data input must be operand A, the weight operand B")
+        if a.get("transA", 0):
+            raise self.unsupported(node, "transA=1 on the data input")
+        if len(A.shape) != 2:
+            raise self.unsupported(node, f"Gemm data input of rank {len(A.shape)}")
+        Bm = np.asarray(B.value, dtype=np.float64)
+        if a.get("transB", 0):
+            Bm = Bm.T
+        if Bm.ndim != 2 or Bm.shape[0] != A.shape[1]:
+            raise self.err(f"Gemm '{self.node_name(node)}': weight of shape {B.value.shape} does not fit input {A.shape}")
+        n_out = Bm.shape[1]
+        W = alpha * Bm.T
+        b = np.zeros(n_out)
+        if C is not None:
+            if isinstance(C, _Lin):
+                raise self.unsupported(node, "data-dependent C operand")
+            try:
+                b = beta * np.broadcast_to(np.asarray(C.value, dtype=np.float64), (1, n_out)).reshape(-1)
+            except ValueError:
+                raise self.err(f"Gemm '{self.node_name(node)}': bias of shape {C.value.shape} does not fit {n_out} outputs") from None
+        return self.push(A, _DStage(W, b.copy(), (n_out,)), node)
+
+    def op_MatMul(self, node, ins, a):
+        x, w = ins
+        if not isinstance(x, _Lin) or isinstance(w, _Lin):
+            raise self.unsupported(node, "only data @ constant is supported")
+        Wm = np.asarray(w.value, dtype=np.float64)
+        if len(x.shape) != 2 or Wm.ndim != 2 or Wm.shape[0] != x.shape[1]:
+            raise self.unsupported(node, f"MatMul of shapes {x.shape} and {Wm.shape}")
+        return self.push(x, _DStage(Wm.T.copy(), np.zeros(Wm.shape[1]), (Wm.shape[1],)), node)
+
+    # -- spatial ops -----------------------------------------------------------------------------
+    def spatial_params(self, node, a, in_hw, kernel):
+        stride = tuple(a.get("strides", [1, 1]))
+        dil = tuple(a.get("dilations", [1, 1]))
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        if len(kernel) != 2 or len(stride) != 2 or len(dil) != 2 or len(pads) != 4:
+            raise self.unsupported(node, "only 2-D spatial ops are supported")
+        auto_pad = a.get("auto_pad", b"NOTSET")
+        auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+        ceil_mode = a.get("ceil_mode", 0)
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            pads = [0, 0, 0, 0]
+            for d in range(2):
+                out = -(-in_hw[d] // stride[d])
+                total = max((out - 1) * stride[d] + (kernel[d] - 1) * dil[d] + 1 - in_hw[d], 0)
+                small, big = total // 2, total - total // 2
+                pads[d], pads[d + 2] = (small, big) if auto_pad == "SAME_UPPER" else (big, small)
+        elif auto_pad == "VALID":
+            pads = [0, 0, 0, 0]
+        elif auto_pad != "NOTSET":
+            raise self.unsupported(node, f"auto_pad {auto_pad}")
+        out_hw = []
+        for d in range(2):
+            span = in_hw[d] + pads[d] + pads[d + 2] - ((kernel[d] - 1) * dil[d] + 1)
+            if span < 0:
+                raise self.err(f"node '{self.node_name(node)}': kernel larger than the padded input")
+            o = (-(-span // stride[d]) if ceil_mode else span // stride[d]) + 1
+            if ceil_mode and (o - 1) * stride[d] >= in_hw[d] + pads[d]:
+                o -= 1  # last window must start inside the input or left padding
+            out_hw.append(o)
+        return stride, dil, tuple(int(p) for p in pads), tuple(out_hw)
+
+    def op_Conv(self, node, ins, a):
+        x = ins[0]
+        if not isinstance(x, _Lin) or any(isinstance(v, _Lin) for v in ins[1:]):
+            raise self.unsupported(node, "data-dependent weights")
+        if len(x.shape) != 4:
+            raise self.unsupported(node, f"Conv on a rank-{len(x.shape)} tensor (only 2-D convolutions)")
+        K = np.asarray(self.const(node, node.input[1], "weight"), dtype=np.float64)
+        if a.get("group", 1) != 1:
+            raise self.unsupported(node, f"group={a.get('group')} (grouped convolutions are not supported)")
+        C, H, W = x.inner
+        if K.ndim != 4 or K.shape[1] != C:
+            raise self.err(f"Conv '{self.node_name(node)}': kernel of shape {K.shape} does not fit input {x.shape}")
+        kernel = tuple(a.get("kernel_shape", K.shape[2:]))
+        if tuple(kernel) != tuple(K.shape[2:]):
+            raise self.err(f"Conv '{self.node_name(node)}': kernel_shape {kernel} differs from the weight shape {K.shape}")
+        stride, dil, pads, (oh, ow) = self.spatial_params(node, {**a, "ceil_mode": 0}, (H, W), kernel)
+        O = K.shape[0]
+        bias = np.zeros(O)
+        if len(ins) > 2 and ins[2] is not None:
+            bias = np.asarray(self.const(node, node.input[2], "bias"), dtype=np.float64).reshape(-1)
+        if (oh, ow) == (1, 1) and not any(pads) and tuple(kernel) == (H, W):
+            # a "convolution" whose kernel covers the whole input is a fully-connected layer
+            # (MATLAB exports, e.g. the mnist_nln_* nets): keep it dense so it merges like a Gemm
+            return self.push(x, _DStage(K.reshape(O, C * H * W).copy(), bias.copy(), (O, 1, 1)), node)
+        bias_full = np.repeat(bias, oh * ow)
+        return self.push(x, _CStage(K, bias_full, stride, pads, dil, (C, H, W), (O, oh, ow)), node)
+
+    def windows(self, node, a, lin: _Lin, kernel):
+        """For each output position: input flat indices (-1 = padding) and whether each is inside the padded extent."""
+        if len(lin.shape) != 4:
+            raise self.unsupported(node, f"pooling on a rank-{len(lin.shape)} tensor")
+        C, H, W = lin.inner
+        stride, dil, pads, (oh, ow) = self.spatial_params(node, a, (H, W), kernel)
+        kh, kw = kernel
+        hs = np.arange(oh)[:, None] * stride[0] - pads[0] + np.arange(kh)[None, :] * dil[0]  # [oh, kh]
+        ws = np.arange(ow)[:, None] * stride[1] - pads[1] + np.arange(kw)[None, :] * dil[1]
+        hv = (hs >= 0) & (hs < H)
+        wv = (ws >= 0) & (ws < W)
+        hpad = (hs >= -pads[0]) & (hs < H + pads[2])
+        wpad = (ws >= -pads[1]) & (ws < W + pads[3])
+        c = np.arange(C)[:, None, None, None, None]
+        hh = hs[None, :, None, :, None]
+        ww = ws[None, None, :, None, :]
+        idx = c * H * W + hh * W + ww  # [C, oh, ow, kh, kw]
+        valid = np.broadcast_to(hv[None, :, None, :, None] & wv[None, None, :, None, :], idx.shape)
+        inpad = np.broadcast_to(hpad[None, :, None, :, None] & wpad[None, None, :, None, :], idx.shape)
+        idx = np.where(valid, idx, -1).reshape(C * oh * ow, kh * kw)
+        return idx, valid.reshape(C * oh * ow, kh * kw), inpad.reshape(C * oh * ow, kh * kw), stride, dil, pads, (C, oh, ow)
+
+    def op_MaxPool(self, node, ins, a):
+        lin = ins[0]
+        if len(node.output) > 1 and node.output[1]:
+            raise self.unsupported(node, "the Indices output")
+        kernel = tuple(a["kernel_shape"])
+        idx, valid, _, stride, dil, pads, out_shape = self.windows(node, a, lin, kernel)
+        if not np.all(valid.any(axis=1)):
+            raise self.err(f"MaxPool '{self.node_name(node)}': a window lies entirely in the padding")
+        src = self.materialize(lin)
+        spec = MaxPoolSpec(kernel, stride, pads, dil, lin.inner, out_shape, torch.from_numpy(idx.astype(np.int64)))
+        li = self.add_layer("maxpool", out_shape, [src], self.node_name(node), maxpool=spec)
+        return _Lin(li, (1, *out_shape), [])
+
+    def op_AveragePool(self, node, ins, a, kernel=None):
+        lin = ins[0]
+        kernel = tuple(kernel or a["kernel_shape"])
+        idx, valid, inpad, stride, dil, pads, out_shape = self.windows(node, a, lin, kernel)
+        count = (inpad if a.get("count_include_pad", 0) else valid).sum(axis=1)
+        if np.any(count == 0):
+            raise self.err(f"AveragePool '{self.node_name(node)}': empty window")
+        C = lin.inner[0]
+        kk = kernel[0] * kernel[1]
+        if np.all(count == kk):  # uniform divisor: a convolution with a channel-diagonal kernel
+            K = np.zeros((C, C, *kernel))
+            K[np.arange(C), np.arange(C)] = 1.0 / kk
+            return self.push(lin, _CStage(K, np.zeros(_prod(out_shape)), stride, pads, dil, lin.inner, out_shape, from_pool=True), node)
+        n_out = idx.shape[0]
+        Wd = np.zeros((n_out, lin.size))
+        rows = np.repeat(np.arange(n_out), idx.shape[1])
+        flat = idx.reshape(-1)
+        ok = flat >= 0
+        np.add.at(Wd, (rows[ok], flat[ok]), (1.0 / np.repeat(count, idx.shape[1]))[ok])
+        return self.push(lin, _DStage(Wd, np.zeros(n_out), out_shape), node)
+
+    def op_GlobalAveragePool(self, node, ins, a):
+        lin = ins[0]
+        if len(lin.shape) != 4:
+            raise self.unsupported(node, f"on a rank-{len(lin.shape)} tensor")
+        return self.op_AveragePool(node, ins, {}, kernel=lin.inner[1:])

@@ -1,0 +1,347 @@
+"""Empirical soundness checker for computed bounds (library; also used by tests).
+
+:func:`check_bounds` evaluates the network concretely on points of the input
+box and reports every value outside its claimed bounds:
+
+1. uniform samples inside the box (plus its centre and its two extreme corners),
+2. box vertices (all of them for <= log2(n_vertices) free coordinates, else a random subset),
+3. a short PGD attack (torch autograd, sign gradient, projected to the box)
+   minimising each margin / neuron to attack its lower bound and maximising
+   it to attack its upper bound.  For margins every row is attacked; for
+   hidden layers the ``pgd_neurons`` neurons per side and sample whose
+   sampled extreme came closest to the bound.
+
+A violation means the bounds are unsound (or the network the bounds were
+computed for differs from ``network``).  :func:`vnnlib_counterexample`
+searches for a concrete input that satisfies a VNN-LIB disjunct (``sat``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from cfruntime.errors import PropertyError
+from cfruntime.network.graph import Network
+
+MARGIN = "margin"
+
+
+@dataclass
+class Violation:
+    layer: int | str  # layer index, or 'margin'
+    neuron: int  # index within the layer (margin row for 'margin')
+    sample: int
+    value: float
+    bound: float
+    side: str  # 'lower' (value < lower bound) | 'upper' (value > upper bound)
+    source: str  # 'sample' | 'vertex' | 'pgd'
+    point: torch.Tensor | None = field(default=None, repr=False)  # the input that produced the value
+
+    @property
+    def excess(self) -> float:
+        return (self.bound - self.value) if self.side == "lower" else (self.value - self.bound)
+
+    def __str__(self) -> str:
+        rel = "<" if self.side == "lower" else ">"
+        return (f"layer {self.layer} neuron {self.neuron} sample {self.sample}: value {self.value:.9g} {rel} "
+                f"{self.side} bound {self.bound:.9g} (by {self.excess:.3g}, found by {self.source})")
+
+
+def _batched(t, batch: int, size: int, what: str) -> torch.Tensor:
+    t = torch.as_tensor(t, dtype=torch.float64)
+    t = t.reshape(1, -1) if t.dim() <= 1 else t.reshape(t.shape[0], -1)
+    if t.shape[1] != size and t.numel() == size:
+        t = t.reshape(1, size)
+    if t.shape[1] != size or t.shape[0] not in (1, batch):
+        raise PropertyError(f"{what}: expected [{batch}, {size}] values, got shape {tuple(t.shape)}")
+    return t.expand(batch, size)
+
+
+def _box(network: Network, input_lb, input_ub) -> tuple[torch.Tensor, torch.Tensor]:
+    n = network.input_size
+    lb = torch.as_tensor(input_lb, dtype=torch.float64)
+    ub = torch.as_tensor(input_ub, dtype=torch.float64)
+    lb = lb.reshape(-1, n)
+    ub = ub.reshape(-1, n)
+    if lb.shape != ub.shape:
+        raise PropertyError("input lower and upper bounds differ in shape")
+    if torch.any(lb > ub):
+        raise PropertyError("input lower bound above upper bound")
+    return lb, ub
+
+
+class _Tracker:
+    def __init__(self, tol):
+        self.tol = tol
+        self.found: dict[tuple, Violation] = {}
+
+    def check(self, layer, vals, sample_ids, lb, ub, points, source):
+        """vals [R, n]; lb/ub [B, n]; rows belong to samples sample_ids [R]."""
+        lo = lb[sample_ids]
+        hi = ub[sample_ids]
+        tl = self.tol * lo.abs().clamp(min=1.0)
+        th = self.tol * hi.abs().clamp(min=1.0)
+        for side, excess, bound in (("lower", lo - tl - vals, lo), ("upper", vals - hi - th, hi)):
+            if not bool((excess > 0).any()):
+                continue
+            for s in torch.unique(sample_ids[(excess > 0).any(dim=1)]).tolist():
+                rows = torch.nonzero(sample_ids == s).reshape(-1)
+                worst, arg = excess[rows].max(dim=0)
+                for c in torch.nonzero(worst > 0).reshape(-1).tolist():
+                    r = int(rows[arg[c]])
+                    v = Violation(layer, c, s, float(vals[r, c]), float(bound[r, c]), side, source,
+                                  None if points is None else points[r].detach().clone())
+                    key = (layer, c, s, side)
+                    old = self.found.get(key)
+                    if old is None or v.excess > old.excess:
+                        self.found[key] = v
+
+    def result(self) -> list[Violation]:
+        return sorted(self.found.values(), key=lambda v: -v.excess)
+
+
+def _points(lb: torch.Tensor, ub: torch.Tensor, n_samples: int, n_vertices: int, gen: torch.Generator):
+    """For each sample: [P, n] points (uniform, vertices, centre, corners) tagged with their source."""
+    b, n = lb.shape
+    pts, src = [], []
+    if n_samples > 0:
+        u = torch.rand(b, n_samples, n, generator=gen, dtype=torch.float64)
+        pts.append(lb[:, None] + u * (ub - lb)[:, None])
+        src += ["sample"] * n_samples
+    pts.append(((lb + ub) / 2)[:, None])
+    pts.append(lb[:, None])
+    pts.append(ub[:, None])
+    src += ["sample", "vertex", "vertex"]
+    if n_vertices > 0:
+        free = (ub > lb).sum(dim=1).max().item()
+        if free > 0 and 2 ** free <= n_vertices:
+            k = 2 ** free
+            bits = ((torch.arange(k)[:, None] >> torch.arange(free)[None, :]) & 1).to(torch.float64)  # [k, free]
+            sel = torch.zeros(b, k, n, dtype=torch.float64)
+            for i in range(b):
+                idx = torch.nonzero(ub[i] > lb[i]).reshape(-1)
+                sel[i][:, idx[: bits.shape[1]]] = bits[:, : idx.numel()]
+        else:
+            k = n_vertices
+            sel = (torch.rand(b, k, n, generator=gen, dtype=torch.float64) < 0.5).to(torch.float64)
+        pts.append(lb[:, None] + sel * (ub - lb)[:, None])
+        src += ["vertex"] * k
+    return torch.cat(pts, dim=1), src
+
+
+def _margins(C: torch.Tensor, y: torch.Tensor, sample_ids: torch.Tensor) -> torch.Tensor:
+    Cs = C[sample_ids] if C.dim() == 3 else C.unsqueeze(0).expand(y.shape[0], *C.shape)
+    return torch.einsum("rkp,rp->rk", Cs.to(y.dtype), y)
+
+
+def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch.Generator, start=None):
+    """Minimise ``objective(vals, y) -> [R]`` over rows of the boxes ``lb[sample_ids]..ub[sample_ids]``.
+    Returns (best_x [R, n], best_obj [R])."""
+    lo, hi = lb[sample_ids], ub[sample_ids]
+    if start is None:
+        x = lo + torch.rand(lo.shape, generator=gen, dtype=torch.float64) * (hi - lo)
+    else:
+        x = start.clone()
+    best_x = x.clone()
+    best = torch.full((x.shape[0],), math.inf, dtype=torch.float64)
+    width = hi - lo
+    for t in range(steps + 1):
+        x = x.detach().requires_grad_(True)
+        vals = network.forward_all(x, sample_ids=sample_ids)
+        obj = objective(vals)
+        with torch.no_grad():
+            better = obj < best
+            best = torch.where(better, obj, best)
+            best_x[better] = x[better].detach()
+        if t == steps:
+            break
+        (g,) = torch.autograd.grad(obj.sum(), x)
+        step = width * (2.0 / steps) * (1.0 - t / (steps + 1))
+        with torch.no_grad():
+            x = torch.minimum(torch.maximum(x - step * g.sign(), lo), hi)
+    return best_x.detach(), best.detach()
+
+
+def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None = None, *, margin_bounds=None, C=None,
+                 n_samples: int = 256, n_vertices: int = 64, pgd_steps: int = 20, pgd_neurons: int = 16, pgd_restarts: int = 1,
+                 tol: float = 1e-6, seed: int = 0, chunk: int = 1024) -> list[Violation]:
+    """Report concrete values outside their claimed bounds.
+
+    ``input_lb/input_ub``: ``[B, *input_shape]`` (or one box).  ``layer_bounds``:
+    ``{layer_index: (lb, ub)}`` with ``[B, size]`` (or ``[size]``) tensors;
+    ``-inf``/``inf`` entries are unchecked.  ``margin_bounds``: ``(lb, ub)``
+    ``[B, K]`` of the margins ``C[b] @ y`` with ``C`` ``[B, K, out]`` or ``[K, out]``
+    (``y`` = the output layer of ``network``).  A value is a violation if it is
+    below ``lb - tol*max(1,|lb|)`` or above ``ub + tol*max(1,|ub|)``.
+    Returns the violations sorted by how far they exceed the bound (worst first).
+    """
+    lb, ub = _box(network, input_lb, input_ub)
+    B = lb.shape[0]
+    gen = torch.Generator().manual_seed(seed)
+    checks: dict = {}
+    for li, (l, u) in (layer_bounds or {}).items():
+        if not 0 <= li < len(network):
+            raise PropertyError(f"layer_bounds: no layer {li}")
+        size = network[li].size
+        checks[li] = (_batched(l, B, size, f"lower bounds of layer {li}"), _batched(u, B, size, f"upper bounds of layer {li}"))
+    if margin_bounds is not None:
+        if C is None:
+            raise PropertyError("margin_bounds need the margin matrix C")
+        C = torch.as_tensor(C, dtype=torch.float64)
+        k = C.shape[-2]
+        checks[MARGIN] = (_batched(margin_bounds[0], B, k, "margin lower bounds"), _batched(margin_bounds[1], B, k, "margin upper bounds"))
+    tracker = _Tracker(tol)
+    if not checks:
+        return []
+
+    def layer_vals(vals, key, sample_ids):
+        if key == MARGIN:
+            return _margins(C, vals[-1], sample_ids)
+        return vals[key]
+
+    # 1+2: samples and vertices
+    pts, src = _points(lb, ub, n_samples, n_vertices, gen)  # [B, P, n]
+    P = pts.shape[1]
+    src_arr = np.array(src)
+    flat = pts.reshape(B * P, -1)
+    sids = torch.arange(B).repeat_interleave(P)
+    closest = {key: (torch.full(checks[key][0].shape, math.inf, dtype=torch.float64),
+                     torch.full(checks[key][0].shape, math.inf, dtype=torch.float64)) for key in checks}
+    with torch.no_grad():
+        for s in range(0, flat.shape[0], chunk):
+            xs, ss = flat[s:s + chunk], sids[s:s + chunk]
+            vals = network.forward_all(xs, sample_ids=ss)
+            for key, (lo, hi) in checks.items():
+                v = layer_vals(vals, key, ss)
+                kinds = src_arr[(np.arange(s, s + xs.shape[0]) % P)]
+                for kind in ("sample", "vertex"):
+                    m = torch.from_numpy(kinds == kind)
+                    if bool(m.any()):
+                        tracker.check(key, v[m], ss[m], lo, hi, xs[m], kind)
+                # slack to the bounds, per sample and neuron
+                for b_i in torch.unique(ss).tolist():
+                    rows = ss == b_i
+                    closest[key][0][b_i] = torch.minimum(closest[key][0][b_i], (v[rows] - lo[b_i]).min(dim=0).values)
+                    closest[key][1][b_i] = torch.minimum(closest[key][1][b_i], (hi[b_i] - v[rows]).min(dim=0).values)
+
+    # 3: PGD on margins (all rows) and on the neurons closest to their bounds
+    if pgd_steps > 0:
+        for key, (lo, hi) in checks.items():
+            size = lo.shape[1]
+            for side_i, (sign, bound) in enumerate(((1.0, lo), (-1.0, hi))):
+                slack = closest[key][side_i].clone()
+                slack[~torch.isfinite(bound)] = math.inf
+                if key == MARGIN:
+                    n_pick = size
+                else:
+                    n_pick = min(pgd_neurons, size)
+                pick = torch.topk(-slack, n_pick, dim=1).indices  # [B, n_pick] smallest slack
+                targets = [(b_i, int(j)) for b_i in range(B) for j in pick[b_i].tolist() if math.isfinite(float(bound[b_i, j]))]
+                if not targets:
+                    continue
+                t_sample = torch.tensor([t[0] for t in targets])
+                t_neuron = torch.tensor([t[1] for t in targets])
+                for r in range(pgd_restarts):
+                    for s in range(0, len(targets), chunk):
+                        ss, nn = t_sample[s:s + chunk], t_neuron[s:s + chunk]
+
+                        def objective(vals, ss=ss, nn=nn, key=key, sign=sign):
+                            v = layer_vals(vals, key, ss)
+                            return sign * v[torch.arange(v.shape[0]), nn]
+
+                        bx, _ = _pgd(network, lb, ub, ss, objective, pgd_steps, gen)
+                        with torch.no_grad():
+                            v = layer_vals(network.forward_all(bx, sample_ids=ss), key, ss)
+                        tracker.check(key, v, ss, lo, hi, bx, "pgd")
+    return tracker.result()
+
+
+def interval_bounds(network: Network, input_lb, input_ub) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+    """Plain interval arithmetic (sound reference bounds for every layer, ``[B, size]``)."""
+    lb, ub = _box(network, input_lb, input_ub)
+    out = {0: (lb, ub)}
+    for layer in network.layers[1:]:
+        ins = [out[p] for p in layer.preds]
+        if layer.kind == "affine":
+            l, u = ins[0]
+            c, r = (l + u) / 2, (u - l) / 2
+            mid = layer.matvec(c) + layer.bias_for(c.shape[0], c.dtype)
+            if layer.linear_kind == "dense":
+                w = layer.weight.abs()
+                rad = torch.einsum("bkp,bp->bk", w, r) if w.dim() == 3 else r @ w.T
+            elif layer.linear_kind == "conv":
+                from cfruntime.network.graph import ConvSpec
+                cv = layer.conv
+                rad = ConvSpec(cv.kernel.abs(), cv.stride, cv.padding, cv.dilation, cv.in_shape, cv.out_shape).apply(r)
+            else:
+                rad = r[:, layer.gather.index] * layer.gather.scale.abs()
+            out[layer.index] = (mid - rad, mid + rad)
+        elif layer.kind in ("relu", "sigmoid", "tanh", "maxpool"):
+            l, u = ins[0]
+            out[layer.index] = (layer.evaluate([l]), layer.evaluate([u]))  # all monotone
+        elif layer.kind == "add":
+            out[layer.index] = (ins[0][0] + ins[1][0], ins[0][1] + ins[1][1])
+        else:
+            raise TypeError(layer.kind)
+    return out
+
+
+def attack_margins(network: Network, input_lb, input_ub, C, *, steps: int = 40, restarts: int = 2, seed: int = 0):
+    """PGD lower estimates of every margin ``C[b] @ y``: returns ``(min_margin [B, K], argmin inputs [B, K, n])``."""
+    lb, ub = _box(network, input_lb, input_ub)
+    B = lb.shape[0]
+    C = torch.as_tensor(C, dtype=torch.float64)
+    K = C.shape[-2]
+    gen = torch.Generator().manual_seed(seed)
+    ss = torch.arange(B).repeat_interleave(K)
+    kk = torch.arange(K).repeat(B)
+    best = torch.full((B * K,), math.inf, dtype=torch.float64)
+    best_x = torch.zeros(B * K, lb.shape[1], dtype=torch.float64)
+    for _ in range(restarts):
+        def objective(vals):
+            return _margins(C, vals[-1], ss)[torch.arange(ss.shape[0]), kk]
+        bx, bo = _pgd(network, lb, ub, ss, objective, steps, gen)
+        better = bo < best
+        best = torch.where(better, bo, best)
+        best_x[better] = bx[better]
+    return best.reshape(B, K), best_x.reshape(B, K, -1)
+
+
+def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps: int = 50, restarts: int = 3, seed: int = 0):
+    """Search a concrete input violating a VNN-LIB property.
+
+    Returns ``(region_index, x [input_size], y [output_size])`` with ``x`` in the
+    region's box and ``y = network(x)`` satisfying all constraints of some
+    disjunct, or ``None``.
+    """
+    from cfruntime.properties.vnnlib import output_in_disjunct
+
+    if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
+        raise PropertyError(f"property has {prop.num_inputs} inputs/{prop.num_outputs} outputs, the network "
+                            f"{network.input_size}/{network.output_size}")
+    gen = torch.Generator().manual_seed(seed)
+    for ri, reg in enumerate(prop.regions):
+        lb = torch.from_numpy(reg.lb).reshape(1, -1)
+        ub = torch.from_numpy(reg.ub).reshape(1, -1)
+        pts, _ = _points(lb, ub, n_samples, 16, gen)
+        with torch.no_grad():
+            ys = network.forward(pts[0])
+        for x, y in zip(pts[0], ys):
+            if output_in_disjunct(reg, y.numpy()) is not None:
+                return ri, x, y
+        for A, b in reg.disjuncts:
+            if A.shape[0] == 0:
+                return ri, pts[0][0], ys[0]
+            At, bt = torch.from_numpy(A), torch.from_numpy(b)
+            for _ in range(restarts):
+                ss = torch.zeros(1, dtype=torch.int64)
+                bx, _ = _pgd(network, lb, ub, ss, lambda vals: ((vals[-1] @ At.T) - bt).amax(dim=1), steps, gen)
+                with torch.no_grad():
+                    y = network.forward(bx)[0]
+                if output_in_disjunct(reg, y.numpy()) is not None:
+                    return ri, bx[0], y
+    return None
