@@ -573,9 +573,12 @@ class RuleLifter:
             km = kept_coeff.m
             merged = Element("R", km.elements[1].shape + km.top.shape, km.elements[1].broadcast + km.top.broadcast, False)
             kept_coeff = Val(self.emit(ct.MergeTopOp(kept_coeff.v, self.T(Metadata((merged,) + km.elements[2:])))), sem.FLOAT)
-            r = self.call_in_map(replace, n, c, dim)
-            r = self.promote(self.lift_height(r, c.m.height), "P")
-            r = self.masked(r, sel)
+            if zero_preserving(replace):  # f(n, sel * c) == sel * f(n, c): mask the small operand
+                r = self.call_in_map(replace, n, self.binary("mul", sel, c, sem.FLOAT), dim)
+                r = self.promote(self.lift_height(r, c.m.height), "P")
+            else:
+                r = self.call_in_map(replace, n, c, dim)
+                r = self.masked(self.promote(self.lift_height(r, c.m.height), "P"), sel)
             rc, rk = self.parts(r)
             rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
             replaced = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), "P")

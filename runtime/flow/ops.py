@@ -127,7 +127,7 @@ def inner(a, b, dim: int):
     """``sum over dim of a * b`` for equal-rank operands whose size-1 dimensions broadcast, run as a
     batched matrix product: the last dimension full only in ``a`` is the row dimension, the last full
     only in ``b`` the column dimension, and every other dimension is a (broadcast) batch dimension."""
-    a, b = _align_ranks(a, b)
+    a, b = _align_ranks(_as_float(a, b), _as_float(b, a))
     r = _rank(a)
     dim %= r
     sa, sb = a.shape, b.shape
@@ -162,6 +162,14 @@ def inner(a, b, dim: int):
     else:
         order.append(col)
     return gb.permute(out, [order.index(d) for d in sorted(order)])
+
+
+def _as_float(x, other):
+    """Bool masks take part in products as 0/1 numbers."""
+    if _is_scalar(x) or x.dtype != torch.bool:
+        return x
+    dtype = other.dtype if not _is_scalar(other) and other.dtype != torch.bool else torch.get_default_dtype()
+    return gb.where(x, torch.ones((), dtype=dtype), torch.zeros((), dtype=dtype))
 
 
 def coeff(e):

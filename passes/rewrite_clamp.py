@@ -1,0 +1,40 @@
+"""``--clamp-rewrite``: a value masked by its own sign is a clamp.
+
+    # mult(ge(x, 0), x) -> clamp(x, min=0)        (also gt, and either operand order)
+    # mult(le(x, 0), x) -> clamp(x, max=0)        (also lt, not(ge(x, 0)), not(gt(x, 0)))
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from cfmlir.dialects import cftensor as ct
+from cfmlir.passes.rewrite_utils import const_value
+
+
+def _sign_test(mask: SSAValue) -> tuple[SSAValue, str] | None:
+    """``(x, 'min'|'max')`` if ``mask`` is ``x >= 0`` (min) or ``x <= 0`` (max) or an equivalent."""
+    op = mask.owner
+    negate = False
+    if isinstance(op, ct.UnaryOp) and op.op.data == "not":
+        negate, op = True, op.input.owner
+    if not isinstance(op, ct.BinaryOp) or const_value(op.rhs) != 0.0:
+        return None
+    kind = {"ge": "min", "gt": "min", "le": "max", "lt": "max"}.get(op.op.data)
+    if kind is None:
+        return None
+    if negate:
+        kind = "max" if kind == "min" else "min"
+    return op.lhs, kind
+
+
+class ClampRewrite(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ct.MultOp, rewriter: PatternRewriter) -> None:
+        for mask, x in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            found = _sign_test(mask)
+            if found is not None and found[0] is x:
+                lo, hi = (0.0, None) if found[1] == "min" else (None, 0.0)
+                rewriter.replace(op, [ct.ClampOp(x, op.result.type, min=lo, max=hi)])
+                return

@@ -1,0 +1,87 @@
+"""Helpers shared by the ``cftensor`` rewrite patterns: broadcast chains and value predicates."""
+
+from __future__ import annotations
+
+from xdsl.ir import Operation, SSAValue
+
+from cfmlir.dialects import cftensor as ct
+from cfmlir.dialects.cftensor_metadata import Element, Metadata
+
+BROADCAST_OPS = (ct.RepeatOp, ct.AddDimOp)
+
+
+def broadcast_chain(v: SSAValue) -> tuple[SSAValue, list[Operation]]:
+    """``v`` as ``chain(source)`` where chain is a sequence of repeat/add_dim ops (outermost last)."""
+    ops: list[Operation] = []
+    while isinstance(v.owner, BROADCAST_OPS):
+        ops.append(v.owner)
+        v = v.owner.operands[0]
+    ops.reverse()
+    return v, ops
+
+
+def chain_key(ops: list[Operation]) -> tuple:
+    return tuple((type(o).__name__, o.dim.data, o.properties["size"].data if "size" in o.properties else None) for o in ops)
+
+
+def strip_repeats(v: SSAValue) -> SSAValue:
+    """``v`` without its outermost repeat ops (add_dims are kept: they change the rank)."""
+    while isinstance(v.owner, ct.RepeatOp):
+        v = v.owner.operands[0]
+    return v
+
+
+def with_letter(t: ct.TensorType, letter: str) -> ct.TensorType:
+    m = t.metadata
+    return ct.TensorType(Metadata((Element(letter, m.top.shape, m.top.broadcast, m.top.is_const),) + m.rest))
+
+
+def rebuild_chain(source: SSAValue, ops: list[Operation], letter: str) -> tuple[list[Operation], SSAValue]:
+    """Re-apply a broadcast chain to ``source`` (result type letters set to ``letter``)."""
+    new_ops: list[Operation] = []
+    v = source
+    for o in ops:
+        t = with_letter(o.results[0].type, letter)
+        if isinstance(o, ct.RepeatOp):
+            n = ct.RepeatOp(v, o.dim.data, t, o.properties["size"].data)
+        else:
+            n = ct.AddDimOp(v, o.dim.data, t)
+        new_ops.append(n)
+        v = n.results[0]
+    return new_ops, v
+
+
+def is_scalar_const(v: SSAValue) -> bool:
+    return isinstance(v.type, ct.TensorType) and ct.is_scalar_const(v.type.metadata)
+
+
+def const_value(v: SSAValue) -> float | None:
+    return v.owner.value.value.data if isinstance(v.owner, ct.ConstOp) else None
+
+
+def may_divide_or_be_infinite(v: SSAValue, depth: int = 64) -> bool:
+    """Conservatively: whether ``v``'s computation contains a division, an exponential or an infinite
+    constant (so that ``0 * v`` could be NaN).  Truth values are always finite, so the search stops
+    at them."""
+    seen: set[int] = set()
+    stack = [(v, 0)]
+    while stack:
+        x, d = stack.pop()
+        op = x.owner
+        if not isinstance(op, Operation) or id(op) in seen:
+            continue
+        seen.add(id(op))
+        if isinstance(x.type, ct.TensorType) and x.type.metadata.top.type == "B":
+            continue  # a truth value is 0 or 1, whatever it was computed from
+        if d > depth:
+            return True
+        if isinstance(op, ct.BinaryOp) and op.op.data == "div":
+            return True
+        if isinstance(op, ct.UnaryOp) and op.op.data == "exp":
+            return True
+        if isinstance(op, ct.ConstOp) and abs(op.value.value.data) == float("inf"):
+            return True
+        if isinstance(op, (ct.WhileOp, ct.SymOp)):
+            continue
+        stack.extend((o, d + 1) for o in op.operands)
+    return False
