@@ -30,32 +30,28 @@ from cfmlir.passes.rewrite_ternary_to_arith import TernaryToArith
 from cfmlir.passes.shape_analysis import ShapeAnalysisPass
 
 
-@dataclass(frozen=True)
 class RewritePass(ModulePass):
-    """Apply rewrite patterns greedily until none matches."""
+    """Apply the class's rewrite patterns greedily until none matches."""
 
     name = "cftensor-rewrites"
-    patterns: tuple[RewritePattern, ...] = ()
+    PATTERNS: tuple[Callable[[], RewritePattern], ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(GreedyRewritePatternApplier(list(self.patterns)), apply_recursively=True).rewrite_module(op)
+        patterns = [p() for p in self.PATTERNS]
+        PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True).rewrite_module(op)
 
 
-def _rewrite(name: str, *patterns: Callable[[], RewritePattern]) -> type[ModulePass]:
-    cls = type(
-        "".join(p.title() for p in name.split("-")) + "Pass",
-        (RewritePass,),
-        {"name": name, "__annotations__": {}, "__doc__": f"``--{name}``: " + (patterns[0].__doc__ or patterns[0].__module__)},
-    )
-
-    def make() -> ModulePass:
-        return cls(patterns=tuple(p() for p in patterns))
-
-    return make  # type: ignore[return-value]
+def _rewrite(name: str, *patterns: Callable[[], RewritePattern], doc: str | None = None) -> type[ModulePass]:
+    """A pass class named ``name`` applying ``patterns`` (by default the first one's module names it)."""
+    doc = doc or (__import__(patterns[0].__module__, fromlist=["_"]).__doc__ or name).strip().splitlines()[0]
+    return dataclass(frozen=True)(type(
+        "".join(p.title() for p in name.split("-")) + "Pass", (RewritePass,),
+        {"name": name, "PATTERNS": patterns, "__doc__": doc, "__annotations__": {}, "__module__": __name__},
+    ))
 
 
-#: ``-p`` name -> factory of the pass.
-PASSES: dict[str, Callable[[], ModulePass]] = {
+#: ``-p`` name -> pass class.
+PASSES: dict[str, type[ModulePass]] = {
     "shape-analysis": ShapeAnalysisPass,
     "ternary-to-arith": _rewrite("ternary-to-arith", TernaryToArith, HoistBroadcast),
     "clamp-rewrite": _rewrite("clamp-rewrite", ClampRewrite, HoistBroadcast),
@@ -64,7 +60,7 @@ PASSES: dict[str, Callable[[], ModulePass]] = {
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(
         "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
-        DistributeReduce, MatmulRewrite,
+        DistributeReduce, MatmulRewrite, doc="All domain rewrites together, to a fixpoint.",
     ),
     "cse": CommonSubexpressionElimination,
     "dce": DeadCodeElimination,

@@ -45,7 +45,7 @@ class ShapeStore:
         c = value.coeff
         if c is None or c.shape[-1] == total_sym:
             return value
-        return Affine(gb.embed_range(c, c.dim() - 1 if hasattr(c, "dim") else len(c.shape) - 1, 0, total_sym), value.const)
+        return Affine(gb.embed_range(c, len(c.shape) - 1, 0, total_sym, 0.0), value.const)
 
     def global_member(self, name: str, total_sym: int = 0):
         """Member ``name`` of all ``N`` neurons: ``[B, N]`` or an Affine with ``[B, N, N|S]``."""
