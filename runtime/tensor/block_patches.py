@@ -1,0 +1,134 @@
+"""Patches block: position-dependent convolution kernels (as in auto_LiRPA).
+
+Core ``P`` has shape ``[*lead, Co, Ho, Wo, Ci, kh, kw]``: one ``[Ci, kh, kw]``
+kernel per output neuron ``(co, oh, ow)``; parameters are the input map size
+``(Hi, Wi)``, ``stride`` and ``padding``.  The extent is
+``[*lead, Co*Ho*Wo, Ci*Hi*Wi]`` (rows: output neurons, columns: input neurons,
+both flattened C,H,W).  Index map::
+
+    phi(l.., co, oh, ow, ci, ki, kj) =
+        (l.., (co*Ho + oh)*Wo + ow, (ci*Hi + ih)*Wi + iw)
+        with ih = oh*sh - ph + ki, iw = ow*sw - pw + kj
+
+restricted to core positions with ``0 <= ih < Hi, 0 <= iw < Wi`` (the others
+fall into the zero padding and are ignored).  Unmapped extent positions are
+holes.
+
+Example: ``Co=Ci=1``, 1-D-like map ``Hi=1, Wi=3``, ``kh=1, kw=2``, stride 1,
+padding 0, so ``Wo=2``; kernels ``P[0,0,0]=[a,b]`` and ``P[0,0,1]=[c,d]``
+give the 2x3 matrix ``[[a, b, 0], [0, c, d]]`` -- unlike a convolution block
+the two rows may use different kernels.  DeepPoly's back-substitution through
+``conv -> relu`` (a conv block times a ReLU diagonal) produces exactly this.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+from .block_base import Block, is_full
+from .conv_utils import pair, patch_index_map, unfold_image
+
+
+class PatchesBlock(Block):
+    kind = "patches"
+    has_holes = True
+
+    def __init__(self, core: torch.Tensor, in_hw, stride=1, padding=0):
+        if core.dim() < 6:
+            raise ValueError("patches core must be [*lead, Co, Ho, Wo, Ci, kh, kw]")
+        self.core = core
+        self.in_hw = pair(in_hw)
+        self.stride = pair(stride)
+        self.padding = pair(padding)
+        co, ho, wo, ci, kh, kw = core.shape[-6:]
+        self.out_chw = (co, ho, wo)
+        self.in_chw = (ci,) + self.in_hw
+        self.k_hw = (kh, kw)
+        self.lead = tuple(core.shape[:-6])
+        self.shape = self.lead + (co * ho * wo, ci * self.in_hw[0] * self.in_hw[1])
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.core.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.core.device
+
+    def cores(self) -> list[torch.Tensor]:
+        return [self.core]
+
+    def same_geometry(self, other: "PatchesBlock") -> bool:
+        return (isinstance(other, PatchesBlock) and self.shape == other.shape
+                and self.core.shape == other.core.shape and self.in_hw == other.in_hw
+                and self.stride == other.stride and self.padding == other.padding)
+
+    def with_core(self, core: torch.Tensor) -> "PatchesBlock":
+        return PatchesBlock(core, self.in_hw, self.stride, self.padding)
+
+    def to_dense(self, fill) -> torch.Tensor:
+        out = torch.full(self.shape, fill, dtype=self.dtype, device=self.device)
+        self.write_into(out, fill)
+        return out
+
+    def write_into(self, view: torch.Tensor, fill=None) -> None:
+        row, col, valid = patch_index_map(self.out_chw, self.in_chw, self.k_hw, self.stride,
+                                          self.padding, self.device)
+        vals = self.core.reshape(self.lead + (-1,))[..., valid]
+        view[..., row[valid], col[valid]] = vals
+
+    def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
+        return self.with_core(fn(self.core))
+
+    # ------------------------------------------------------------- scaling
+    def scale_rows(self, c: torch.Tensor) -> "PatchesBlock":
+        """``diag(c) @ self``; ``c`` has shape ``[*lead', rows]``."""
+        cc = c.reshape(tuple(c.shape[:-1]) + self.out_chw + (1, 1, 1))
+        return self.with_core(self.core * cc)
+
+    def scale_cols(self, c: torch.Tensor) -> "PatchesBlock":
+        """``self @ diag(c)``; ``c`` has shape ``[*lead', cols]``."""
+        lead = tuple(c.shape[:-1])
+        img = c.reshape((-1,) + self.in_chw)
+        u = unfold_image(img, self.k_hw, self.stride, self.padding, self.out_chw[1:])
+        # [N, Ci, kh, kw, Ho, Wo] -> [N, 1, Ho, Wo, Ci, kh, kw]
+        u = u.permute(0, 4, 5, 1, 2, 3).unsqueeze(1)
+        u = u.reshape(lead + tuple(u.shape[1:]))
+        return self.with_core(self.core * u)
+
+    # -------------------------------------------------------- structural ops
+    def _lead_only(self, dims: Sequence[int]) -> bool:
+        return all(d < len(self.lead) for d in dims)
+
+    def restrict(self, rel, fill) -> Block:
+        if is_full(rel, self.shape):
+            return self
+        if is_full(rel[-2:], self.shape[-2:]):
+            sl = tuple(slice(lo, hi) for lo, hi in rel[:-2])
+            return self.with_core(self.core[sl])
+        return super().restrict(rel, fill)
+
+    def add_dim(self, dim: int, fill) -> Block:
+        if dim <= len(self.lead):
+            return self.with_core(self.core.unsqueeze(dim))
+        return super().add_dim(dim, fill)
+
+    def remove_dim(self, dim: int, fill) -> Block:
+        if self._lead_only([dim]):
+            return self.with_core(self.core.squeeze(dim))
+        return super().remove_dim(dim, fill)
+
+    def expand_dim(self, dim: int, size: int, fill) -> Block:
+        if self._lead_only([dim]):
+            shape = list(self.core.shape)
+            shape[dim] = size
+            return self.with_core(self.core.expand(shape))
+        return super().expand_dim(dim, size, fill)
+
+    def permute(self, perm, fill) -> Block:
+        r = len(self.shape)
+        if list(perm[-2:]) == [r - 2, r - 1]:
+            return self.with_core(self.core.permute(*perm[:-2], *range(r - 2, r + 4)))
+        return super().permute(perm, fill)

@@ -1,0 +1,76 @@
+"""Geometry helpers shared by convolution and patches blocks.
+
+Neurons of a feature map ``[C, H, W]`` are flattened in ``C, H, W`` order
+(``index = (c * H + h) * W + w``), exactly like ``tensor.reshape(-1)``.
+An output position ``(oh, ow)`` with kernel offset ``(ki, kj)`` reads input
+position ``(oh * sh - ph + ki, ow * sw - pw + kj)``; positions outside the input
+are the convolution's zero padding and are not part of the dense matrix.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def pair(v) -> tuple[int, int]:
+    if isinstance(v, (tuple, list)):
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def conv_out_hw(in_hw, k_hw, stride, padding) -> tuple[int, int]:
+    return tuple((i + 2 * p - k) // s + 1 for i, k, s, p in zip(in_hw, k_hw, stride, padding))
+
+
+def unfold_image(img: torch.Tensor, k_hw, stride, padding, out_hw) -> torch.Tensor:
+    """``img [N, C, H, W]`` -> patches ``[N, C, kh, kw, Ho, Wo]`` (a strided view
+    of a padded copy; works for any dtype).  Entry ``[n, c, ki, kj, oh, ow]`` is
+    ``img[n, c, oh*sh - ph + ki, ow*sw - pw + kj]`` or 0 outside the image."""
+    (kh, kw), (sh, sw), (ph, pw), (ho, wo) = k_hw, stride, padding, out_hw
+    H, W = img.shape[-2:]
+    rh = max(0, (ho - 1) * sh + kh - H - ph)
+    rw = max(0, (wo - 1) * sw + kw - W - pw)
+    x = img
+    if ph or pw or rh or rw:
+        # crop first if the padding is "negative" on the right (never needed for
+        # the geometries built here, but keeps the helper total).
+        x = F.pad(img, (pw, rw, ph, rh)) if img.dtype != torch.bool else \
+            F.pad(img.to(torch.uint8), (pw, rw, ph, rh)).to(torch.bool)
+    u = x.unfold(2, kh, sh).unfold(3, kw, sw)  # [N, C, Lh, Lw, kh, kw]
+    u = u[:, :, :ho, :wo]
+    return u.permute(0, 1, 4, 5, 2, 3)
+
+
+def fold_patches(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
+    """Adjoint of :func:`unfold_image`: ``cols [N, C, kh, kw, Ho, Wo]`` is
+    scatter-added into ``[N, C, H, W]`` (contributions in the padding dropped)."""
+    N, C, kh, kw, ho, wo = cols.shape
+    (H, W), (sh, sw), (ph, pw) = in_hw, stride, padding
+    hc, wc = (ho - 1) * sh + kh, (wo - 1) * sw + kw
+    canvas = F.fold(cols.reshape(N, C * kh * kw, ho * wo), (hc, wc), (kh, kw), stride=(sh, sw))
+    eh, ew = max(0, ph + H - hc), max(0, pw + W - wc)
+    if eh or ew:
+        canvas = F.pad(canvas, (0, ew, 0, eh))
+    return canvas[:, :, ph: ph + H, pw: pw + W]
+
+
+def patch_index_map(out_chw, in_chw, k_hw, stride, padding, device):
+    """For every patches-core position ``[Co, Ho, Wo, Ci, kh, kw]`` (flattened):
+    (row, col) in the dense matrix and a validity mask (inside the input)."""
+    (co, ho, wo), (ci, H, W), (kh, kw), (sh, sw), (ph, pw) = out_chw, in_chw, k_hw, stride, padding
+    ar = lambda n: torch.arange(n, device=device)  # noqa: E731
+    C_o = ar(co).view(-1, 1, 1, 1, 1, 1)
+    OH = ar(ho).view(1, -1, 1, 1, 1, 1)
+    OW = ar(wo).view(1, 1, -1, 1, 1, 1)
+    C_i = ar(ci).view(1, 1, 1, -1, 1, 1)
+    KI = ar(kh).view(1, 1, 1, 1, -1, 1)
+    KJ = ar(kw).view(1, 1, 1, 1, 1, -1)
+    ih = OH * sh - ph + KI
+    iw = OW * sw - pw + KJ
+    valid = (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    shape = (co, ho, wo, ci, kh, kw)
+    row = ((C_o * ho + OH) * wo + OW).expand(shape)
+    col = ((C_i * H + ih.clamp(0, max(H - 1, 0))) * W + iw.clamp(0, max(W - 1, 0))).expand(shape)
+    valid = valid.expand(shape)
+    return row.reshape(-1), col.reshape(-1), valid.reshape(-1)

@@ -1,0 +1,280 @@
+"""Inner product (batched matrix product) of g-BSCR tensors.
+
+``matmul_sparse(a, b)``: ``a [*La, m, k] @ b [*Lb, k, n]`` with torch.matmul
+broadcasting of the leading dims (size-1 leading dims become repeat blocks, no
+copy).  With zero backgrounds (the DeepPoly case) the product is computed
+block pair by block pair, touching only the overlapping ranges:
+
+1. a block of ``a`` and a block of ``b`` *interact* if their leading ranges
+   intersect and ``a``'s column range meets ``b``'s row range; the pair is
+   restricted to the common leading / ``k`` range (a diagonal block is also
+   restricted to the matching rows / columns, so it stays diagonal);
+2. each pair is multiplied by a block-pair kernel (:func:`block_matmul`);
+3. product blocks that overlap are grouped (transitive closure, see
+   :mod:`overlap`) and summed: equal regions are added kind-aware (e.g. dense +
+   dense core add, patches + patches), otherwise densely on the group's region.
+
+Block-pair kernels (``X`` = dense / repeat / constant, i.e. a broadcast core):
+
+=====================  ==============================================  ========
+pair                   kernel                                          result
+=====================  ==============================================  ========
+X @ X                  ``torch.matmul`` of the cores (size-1 dims kept;  X
+                       a constant side becomes a sum)
+diag @ Y               row scaling ``c[..., :, None] * Y`` (O(n k))      kind of Y
+Y @ diag               column scaling (O(n k))                           kind of Y
+X @ conv               ``conv_transpose2d`` of X's rows                  dense
+conv @ X               ``conv2d`` of X's columns                         dense
+diag @ conv, conv@diag per-position scaled kernels                       patches
+X @ patches            einsum + ``fold`` (col2im)                        dense
+patches @ X            ``unfold`` (im2col) + einsum                      dense
+patches/conv @ conv    kernel composition via ``conv_transpose2d``       patches
+conv @ patches         ``conv2d`` of the densified patches columns       dense
+patches @ patches      unfold of the densified right operand             dense
+other                  dense matmul of the two (small) blocks           dense
+=====================  ==============================================  ========
+
+A conv block is never unrolled into its matrix here.  Non-zero backgrounds, and
+blocks holding inf/NaN (whose products with implicit zeros are NaN in dense
+torch), fall back to a dense matmul (correct, not fast).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .block_base import Block, same_value
+from .block_conv import ConvBlock
+from .block_dense import DenseBlock
+from .block_diagonal import DiagonalBlock
+from .block_patches import PatchesBlock
+from .block_repeat import RepeatBlock, make_bcast_block
+from .conv_utils import fold_patches, unfold_image
+from .elementwise import generic_region
+from .overlap import intersect, plan_regions, region_of, relative, shape_of, start_of
+from .shape_ops import broadcast_to
+from .sparse_tensor import SparseTensor
+
+
+# ----------------------------------------------------------------- kernels
+def _full_k(core: torch.Tensor, dim: int, size: int) -> torch.Tensor:
+    if core.shape[dim] == size:
+        return core
+    shape = list(core.shape)
+    shape[dim] = size
+    return core.expand(shape)
+
+
+def _bcast_mm(A: RepeatBlock, B: RepeatBlock, out_shape) -> Block:
+    ca, cb = A.core, B.core
+    k = A.shape[-1]
+    if k != 1 and ca.shape[-1] == 1 and cb.shape[-2] == 1:
+        core = torch.matmul(ca, cb) * k
+    elif k != 1 and ca.shape[-1] == 1:
+        core = ca * cb.sum(-2, keepdim=True)
+    elif k != 1 and cb.shape[-2] == 1:
+        core = ca.sum(-1, keepdim=True) * cb
+    elif all(x == 1 for x in cb.shape[:-2]):
+        core = torch.matmul(ca, cb.reshape(cb.shape[-2:]))
+    else:
+        core = torch.matmul(ca, cb)
+    return make_bcast_block(core, out_shape)
+
+
+def _scale_rows(Y: Block, c: torch.Tensor, out_shape):
+    """diag(c) @ Y"""
+    if isinstance(Y, RepeatBlock):
+        return make_bcast_block(Y.core * c.unsqueeze(-1), out_shape)
+    if isinstance(Y, DiagonalBlock) and Y.delta == Y.ndim - 2:
+        return DiagonalBlock(Y.core * c, Y.delta)
+    if isinstance(Y, (ConvBlock, PatchesBlock)):
+        return Y.scale_rows(c)
+    return None
+
+
+def _scale_cols(Y: Block, c: torch.Tensor, out_shape):
+    """Y @ diag(c)"""
+    if isinstance(Y, RepeatBlock):
+        return make_bcast_block(Y.core * c.unsqueeze(-2), out_shape)
+    if isinstance(Y, DiagonalBlock) and Y.delta == Y.ndim - 2:
+        return DiagonalBlock(Y.core * c, Y.delta)
+    if isinstance(Y, (ConvBlock, PatchesBlock)):
+        return Y.scale_cols(c)
+    return None
+
+
+def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
+    """X @ M_conv: every row of X is an output-map gradient -> conv_transpose2d."""
+    ca = _full_k(A.core, -1, A.shape[-1])
+    co, ho, wo = C.out_chw
+    (hi, wi), (sh, sw), (ph, pw), (kh, kw) = C.in_hw, C.stride, C.padding, C.k_hw
+    oph = hi - ((ho - 1) * sh - 2 * ph + kh)
+    opw = wi - ((wo - 1) * sw - 2 * pw + kw)
+    x = ca.reshape(-1, co, ho, wo)
+    y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
+    return make_bcast_block(y.reshape(tuple(ca.shape[:-1]) + (out_shape[-1],)), out_shape)
+
+
+def _conv_dense(C: ConvBlock, B: RepeatBlock, out_shape) -> Block:
+    """M_conv @ X: every column of X is an input map -> conv2d."""
+    cb = _full_k(B.core, -2, B.shape[-2])
+    x = cb.transpose(-1, -2)
+    lead = tuple(x.shape[:-1])
+    y = F.conv2d(x.reshape((-1,) + C.in_chw), C.weight, stride=C.stride, padding=C.padding)
+    y = y.reshape(lead + (out_shape[-2],)).transpose(-1, -2)
+    return make_bcast_block(y, out_shape)
+
+
+def _dense_patches(A: RepeatBlock, P: PatchesBlock, out_shape) -> Block:
+    """X @ M_patches: einsum with the per-position kernels, then fold (col2im)."""
+    ca = _full_k(A.core, -1, A.shape[-1])
+    co, ho, wo = P.out_chw
+    ci, kh, kw = P.in_chw[0], *P.k_hw
+    lead_a, m = tuple(ca.shape[:-2]), ca.shape[-2]
+    x = ca.reshape(lead_a + (m, co, ho * wo))
+    pr = P.core.reshape(P.lead + (co, ho * wo, ci * kh * kw))
+    t = torch.einsum("...mcp,...cpq->...mqp", x, pr)
+    lead_r = tuple(t.shape[:-3])
+    cols = t.reshape(-1, ci, kh, kw, ho, wo)
+    img = fold_patches(cols, P.in_hw, P.stride, P.padding)
+    return make_bcast_block(img.reshape(lead_r + (m, out_shape[-1])), out_shape)
+
+
+def _patches_dense(P: PatchesBlock, B: RepeatBlock, out_shape) -> Block:
+    """M_patches @ X: unfold (im2col) the columns of X, einsum with the kernels."""
+    cb = _full_k(B.core, -2, B.shape[-2])
+    co, ho, wo = P.out_chw
+    ci, kh, kw = P.in_chw[0], *P.k_hw
+    x = cb.transpose(-1, -2)
+    lead_b, n = tuple(x.shape[:-2]), x.shape[-2]
+    u = unfold_image(x.reshape((-1,) + P.in_chw), P.k_hw, P.stride, P.padding, (ho, wo))
+    u = u.reshape(lead_b + (n, ci * kh * kw, ho * wo))
+    pr = P.core.reshape(P.lead + (co, ho * wo, ci * kh * kw))
+    out = torch.einsum("...cpq,...nqp->...cpn", pr, u)
+    lead_r = tuple(out.shape[:-3])
+    return make_bcast_block(out.reshape(lead_r + (co * ho * wo, n)), out_shape)
+
+
+def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
+    """M_patches @ M_conv = patches with composed kernels (stride s1*s2,
+    padding p1*s2 + p2): conv_transpose2d of each kernel with the conv weight."""
+    if P.in_chw != C.out_chw or not P.core.is_floating_point():
+        return _patches_dense(P, DenseBlock(C.to_dense(0)), out_shape)
+    co, ho, wo = P.out_chw
+    cm, hm, wm = P.in_chw
+    kh, kw = P.k_hw
+    (s1h, s1w), (p1h, p1w) = P.stride, P.padding
+    dev = P.core.device
+    mh = torch.arange(ho, device=dev)[:, None] * s1h - p1h + torch.arange(kh, device=dev)[None]
+    mw = torch.arange(wo, device=dev)[:, None] * s1w - p1w + torch.arange(kw, device=dev)[None]
+    okh = (mh >= 0) & (mh < hm)  # [Ho, kh]
+    okw = (mw >= 0) & (mw < wm)  # [Wo, kw]
+    mask = okh[:, None, None, :, None] & okw[None, :, None, None, :]  # [Ho, Wo, 1, kh, kw]
+    core = P.core
+    if not bool(mask.all()):
+        core = torch.where(mask, core, torch.zeros((), dtype=core.dtype, device=dev))
+    x = core.reshape(-1, cm, kh, kw)
+    y = F.conv_transpose2d(x, C.weight, stride=C.stride)
+    ci, kh2, kw2 = y.shape[1:]
+    core2 = y.reshape(tuple(core.shape[:-3]) + (ci, kh2, kw2))
+    (s2h, s2w), (p2h, p2w) = C.stride, C.padding
+    return PatchesBlock(core2, C.in_hw, (s1h * s2h, s1w * s2w), (p1h * s2h + p2h, p1w * s2w + p2w))
+
+
+def block_matmul(A: Block, B: Block) -> Block:
+    """Product of two blocks whose holes are 0: ``A [*L, m, k] @ B [*L, k, n]``."""
+    out_shape = tuple(A.shape[:-1]) + (B.shape[-1],)
+    r = A.ndim
+    res = None
+    if isinstance(A, RepeatBlock) and isinstance(B, RepeatBlock):
+        res = _bcast_mm(A, B, out_shape)
+    elif isinstance(A, DiagonalBlock) and A.delta == r - 2:
+        res = _scale_rows(B, A.core, out_shape)
+    elif isinstance(B, DiagonalBlock) and B.delta == r - 2:
+        res = _scale_cols(A, B.core, out_shape)
+    elif isinstance(B, ConvBlock):
+        if isinstance(A, RepeatBlock):
+            res = _dense_conv(A, B, out_shape)
+        elif isinstance(A, PatchesBlock):
+            res = _patches_conv(A, B, out_shape)
+        elif isinstance(A, ConvBlock):
+            res = _patches_conv(A.as_patches(), B, out_shape)
+        else:
+            res = _dense_conv(DenseBlock(A.to_dense(0)), B, out_shape)
+    elif isinstance(A, ConvBlock):
+        Bd = B if isinstance(B, RepeatBlock) else DenseBlock(B.to_dense(0))
+        res = _conv_dense(A, Bd, out_shape)
+    elif isinstance(B, PatchesBlock) and isinstance(A, RepeatBlock):
+        res = _dense_patches(A, B, out_shape)
+    elif isinstance(A, PatchesBlock):
+        Bd = B if isinstance(B, RepeatBlock) else DenseBlock(B.to_dense(0))
+        res = _patches_dense(A, Bd, out_shape)
+    if res is None:
+        res = DenseBlock(torch.matmul(A.to_dense(0), B.to_dense(0)))
+    return res
+
+
+# ------------------------------------------------------------------ driver
+def _is_zero(v) -> bool:
+    return v is False or (not isinstance(v, bool) and same_value(v, 0))
+
+
+def matmul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError("matmul_sparse needs rank >= 2 operands")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"inner: shapes {a.shape} and {b.shape} do not contract")
+    lead = tuple(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    a = broadcast_to(a, lead + a.shape[-2:])
+    b = broadcast_to(b, lead + b.shape[-2:])
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    out_shape = lead + (m, n)
+    cdt = torch.promote_types(a.dtype, b.dtype)
+    finite = all(blk.all_finite() for _, blk in a.blocks) and all(blk.all_finite() for _, blk in b.blocks)
+    if not (_is_zero(a.background) and _is_zero(b.background)) or not finite:
+        # non-zero background, or inf/NaN whose products with implicit zeros
+        # must yield NaN as in dense torch: evaluate densely (exact semantics)
+        dense = torch.matmul(a.to_dense().to(cdt), b.to_dense().to(cdt))
+        return SparseTensor.from_dense(dense)
+    L = len(lead)
+    products: list[tuple] = []
+    for sa, A in a.blocks:
+        ra = region_of(sa, A.shape)
+        for sb, B in b.blocks:
+            rb = region_of(sb, B.shape)
+            lead_i = intersect(ra[:L], rb[:L]) if L else ()
+            if lead_i is None:
+                continue
+            k0, k1 = max(ra[L + 1][0], rb[L][0]), min(ra[L + 1][1], rb[L][1])
+            if k0 >= k1:
+                continue
+            rows, cols = ra[L], rb[L + 1]
+            if isinstance(A, DiagonalBlock) and A.delta == L:
+                rows = (ra[L][0] + k0 - ra[L + 1][0], ra[L][0] + k1 - ra[L + 1][0])
+            if isinstance(B, DiagonalBlock) and B.delta == L:
+                cols = (rb[L + 1][0] + k0 - rb[L][0], rb[L + 1][0] + k1 - rb[L][0])
+            A_sub = A.restrict(relative(lead_i + (rows, (k0, k1)), ra), 0).to(cdt)
+            B_sub = B.restrict(relative(lead_i + ((k0, k1), cols), rb), 0).to(cdt)
+            products.append((lead_i + (rows, cols), block_matmul(A_sub, B_sub)))
+    blocks = []
+    regions = [r for r, _ in products]
+    for reg, members in plan_regions(regions):
+        subs = []  # (intersection, product restricted to it)
+        for i in members:
+            inter = intersect(regions[i], reg)
+            subs.append((inter, products[i][1].restrict(relative(inter, regions[i]), 0)))
+        if all(inter == reg for inter, _ in subs):
+            zero = torch.zeros((), dtype=cdt, device=a.device)
+            acc = subs[0][1]
+            for _, p in subs[1:]:
+                acc = generic_region(torch.add, [acc, p], [zero, zero], 0, shape_of(reg))
+            blocks.append((start_of(reg), acc))
+            continue
+        out = torch.zeros(shape_of(reg), dtype=cdt, device=a.device)
+        for inter, p in subs:
+            view = out[tuple(slice(lo, hi) for lo, hi in relative(inter, reg))]
+            view += p.to_dense(0)
+        blocks.append((start_of(reg), DenseBlock(out)))
+    return SparseTensor(out_shape, 0, blocks, dtype=cdt, device=a.device)

@@ -1,0 +1,169 @@
+"""Conv / patches blocks: matmul equals the product of the unrolled convolution."""
+
+import pytest
+import torch
+
+import cfruntime.tensor as T
+from cfruntime.tensor import ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, SparseTensor
+from cfruntime.tensor.conv_utils import conv_out_hw
+from gbscr_strategies import assert_matches, naive_patches, unrolled_conv
+
+GEOMS = [(s, p, ci, co, k) for s in (1, 2) for p in (0, 1) for (ci, co) in ((1, 1), (2, 3), (3, 2)) for k in (2, 3)]
+
+
+def _rand(g, *shape, dtype):
+    if dtype == torch.float32:  # small integers: float32 products/sums are exact
+        return torch.randint(-3, 4, shape, generator=g).to(dtype)
+    return torch.randn(*shape, generator=g, dtype=dtype)
+
+
+@pytest.fixture
+def no_conv_unroll(monkeypatch):
+    """Fail if a conv block is unrolled into its dense matrix."""
+    def boom(self, *a, **k):
+        raise AssertionError("conv block densified on the hot path")
+    monkeypatch.setattr(ConvBlock, "to_dense", boom)
+    monkeypatch.setattr(ConvBlock, "write_into", boom)
+
+
+def _setup(s, p, ci, co, k, dtype, hw=(5, 4), seed=0):
+    g = torch.Generator().manual_seed(seed + 100 * s + 10 * p + ci * 3 + co + k)
+    w = _rand(g, co, ci, k, k, dtype=dtype)
+    blk = ConvBlock(w, hw, s, p)
+    return g, w, blk, unrolled_conv(w, hw, s, p)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("s,p,ci,co,k", GEOMS)
+def test_dense_at_conv_and_conv_at_dense(s, p, ci, co, k, dtype, no_conv_unroll):
+    g, w, blk, M = _setup(s, p, ci, co, k, dtype)
+    rows, cols = M.shape
+    batch, curr = 3, 4
+    # coefficient [batch, curr, N] with the layer block at an offset; bound with conv block
+    N = rows + cols + 3
+    A = _rand(g, batch, curr, rows, dtype=dtype)
+    coef = SparseTensor((batch, curr, N), 0.0, [((0, 0, 2), DenseBlock(A))])
+    bound = SparseTensor((N, N), 0.0, [((2, 2 + rows), blk)])
+    r = T.inner(coef, bound)
+    assert all(b.kind == "dense" for _, b in r.blocks)
+    assert_matches(r, _embed_cols(A @ M, N, 2 + rows, batch, curr))
+    # conv @ dense: columns of X are input maps
+    X = _rand(g, cols, 5, dtype=dtype)
+    xs = SparseTensor((cols, 5), 0.0, [((0, 0), DenseBlock(X))])
+    cs = SparseTensor((rows, cols), 0.0, [((0, 0), blk)])
+    assert_matches(T.inner(cs, xs), M @ X)
+    # batched dense operand on the right
+    Xb = _rand(g, 2, cols, 3, dtype=dtype)
+    xb = SparseTensor((2, cols, 3), 0.0, [((0, 0, 0), DenseBlock(Xb))])
+    assert_matches(T.inner(cs, xb), M @ Xb)
+
+
+def _embed_cols(t, N, off, batch, curr):
+    out = torch.zeros(batch, curr, N, dtype=t.dtype)
+    out[..., off:off + t.shape[-1]] = t
+    return out
+
+
+@pytest.mark.parametrize("s,p,ci,co,k", GEOMS)
+def test_diag_and_conv_give_patches(s, p, ci, co, k, no_conv_unroll):
+    dtype = torch.float64
+    g, w, blk, M = _setup(s, p, ci, co, k, dtype)
+    rows, cols = M.shape
+    cs = SparseTensor((2, rows, cols), 0.0, [((0, 0, 0), ConvBlock(w, (5, 4), s, p, lead=(2,)))])
+    lam_out = torch.rand(2, rows, generator=g, dtype=dtype)
+    lam_in = torch.rand(2, cols, generator=g, dtype=dtype)
+    dout = SparseTensor((2, rows, rows), 0.0, [((0, 0, 0), DiagonalBlock(lam_out, 1))])
+    din = SparseTensor((2, cols, cols), 0.0, [((0, 0, 0), DiagonalBlock(lam_in, 1))])
+    left = T.inner(dout, cs)
+    right = T.inner(cs, din)
+    assert left.blocks[0][1].kind == "patches" and right.blocks[0][1].kind == "patches"
+    assert_matches(left, torch.diag_embed(lam_out) @ M)
+    assert_matches(right, M @ torch.diag_embed(lam_in))
+
+
+@pytest.mark.parametrize("s2,p2", [(1, 0), (1, 1), (2, 0), (2, 1)])
+@pytest.mark.parametrize("s,p,ci,co,k", GEOMS[::3])
+def test_patches_and_conv_products(s, p, ci, co, k, s2, p2):
+    """conv1: [ci, 5, 4] -> mid; conv2 / patches: mid -> out."""
+    dtype = torch.float64
+    g, w1, conv1, M1 = _setup(s, p, ci, co, k, dtype)
+    mid_hw = conv1.out_hw
+    k2 = 2
+    ho, wo = conv_out_hw(mid_hw, (k2, k2), (s2, s2), (p2, p2))
+    if ho < 1 or wo < 1:
+        pytest.skip("empty output")
+    c2 = 2
+    core = torch.randn(c2, ho, wo, co, k2, k2, generator=g, dtype=dtype)
+    P = PatchesBlock(core, mid_hw, s2, p2)
+    MP = naive_patches(core, mid_hw, s2, p2)
+    w2 = torch.randn(c2, co, k2, k2, generator=g, dtype=dtype)
+    conv2 = ConvBlock(w2, mid_hw, s2, p2)
+    M2 = unrolled_conv(w2, mid_hw, s2, p2)
+
+    def st(b):
+        return SparseTensor(b.shape, 0.0, [((0,) * len(b.shape), b)])
+
+    # patches @ conv -> patches (kernel composition), conv @ conv -> patches
+    r = T.inner(st(P), st(conv1))
+    assert r.blocks[0][1].kind == "patches"
+    assert_matches(r, MP @ M1)
+    r = T.inner(st(conv2), st(conv1))
+    assert r.blocks[0][1].kind == "patches"
+    assert_matches(r, M2 @ M1)
+    # conv @ patches: conv2 applied to the columns of a patches block
+    Pin = PatchesBlock(torch.randn(co, *mid_hw, ci, k, k, generator=g, dtype=dtype), (5, 4), s, p)
+    assert Pin.shape == M1.shape
+    MPin = naive_patches(Pin.core, (5, 4), s, p)
+    assert_matches(T.inner(st(conv2), st(Pin)), M2 @ MPin)
+    assert_matches(T.inner(st(P), st(Pin)), MP @ MPin)
+    # dense @ patches and patches @ dense
+    X = torch.randn(3, MP.shape[0], generator=g, dtype=dtype)
+    assert_matches(T.inner(st(DenseBlock(X)), st(P)), X @ MP)
+    Y = torch.randn(MP.shape[1], 4, generator=g, dtype=dtype)
+    assert_matches(T.inner(st(P), st(DenseBlock(Y))), MP @ Y)
+
+
+def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
+    """coef @ conv2 -> @ relu diag -> @ conv1, all without unrolling a conv."""
+    g = torch.Generator().manual_seed(5)
+    w1 = torch.randn(4, 1, 3, 3, generator=g, dtype=torch.float64)
+    w2 = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
+    c1 = ConvBlock(w1, (8, 8), 2, 1)          # [1,8,8] -> [4,4,4]
+    c2 = ConvBlock(w2, c1.out_hw, 1, 1)      # [4,4,4] -> [6,4,4]
+    n0, n1, n2 = 64, 64, 96
+    N = n0 + n1 + n1 + n2
+    o1, o2, o3 = n0, n0 + n1, n0 + 2 * n1
+    bound = SparseTensor((2, N, N), 0.0, [
+        ((0, o1, 0), ConvBlock(w1, (8, 8), 2, 1, lead=(2,))),
+        ((0, o2, o1), DiagonalBlock(torch.rand(2, n1, generator=g, dtype=torch.float64), 1)),
+        ((0, o3, o2), ConvBlock(w2, c1.out_hw, 1, 1, lead=(2,))),
+    ])
+    coef = T.embed_range(T.from_dense(torch.randn(2, 5, n2, generator=g, dtype=torch.float64)), 2, o3, N)
+    x = coef
+    for _ in range(3):
+        x = T.inner(x, bound)
+    # after three steps only the input-layer columns are non-zero
+    assert [(s[-1], b.shape[-1]) for s, b in x.blocks] == [(0, n0)]
+
+
+def test_deeppoly_conv_chain_matches_dense():
+    g = torch.Generator().manual_seed(6)
+    w1 = torch.randn(4, 1, 3, 3, generator=g, dtype=torch.float64)
+    w2 = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
+    c1 = ConvBlock(w1, (8, 8), 2, 1)
+    n0, n1, n2 = 64, 64, 96
+    N = n0 + 2 * n1 + n2
+    o1, o2, o3 = n0, n0 + n1, n0 + 2 * n1
+    bound = SparseTensor((2, N, N), 0.0, [
+        ((0, o1, 0), ConvBlock(w1, (8, 8), 2, 1, lead=(2,))),
+        ((0, o2, o1), DiagonalBlock(torch.rand(2, n1, generator=g, dtype=torch.float64), 1)),
+        ((0, o3, o2), ConvBlock(w2, c1.out_hw, 1, 1, lead=(2,))),
+    ])
+    coef = T.embed_range(T.from_dense(torch.randn(2, 5, n2, generator=g, dtype=torch.float64)), 2, o3, N)
+    x, xd, bd = coef, coef.to_dense(), bound.to_dense()
+    for _ in range(3):
+        x, xd = T.inner(x, bound), xd @ bd
+        assert_matches(x, xd)
+    # also bound @ bound (composition: conv @ diag -> patches, patches @ conv)
+    assert_matches(T.inner(bound, bound), bd @ bd)
+    assert_matches(T.inner(T.inner(bound, bound), bound), bd @ bd @ bd)
