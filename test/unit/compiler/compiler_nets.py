@@ -23,3 +23,54 @@ def boxes(n_in, batch=3, seed=1, radius=0.3):
     return centre - r, centre + r
 
 
+
+
+def _model(nodes, inits, in_shape, out_dim):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, *in_shape])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, out_dim])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return network_from_model(model)
+
+
+def small_conv(seed=0):
+    """Conv(2->3, k3, s1, p1) - Relu - Conv(3->2, k2, s2) - Relu - Flatten - Gemm(->3) on 1x2x5x5 inputs."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    f = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    inits = {"K1": f(3, 2, 3, 3), "B1": f(3), "K2": f(2, 3, 2, 2), "B2": f(2), "W": f(3, 8), "B": f(3)}
+    nodes = [
+        helper.make_node("Conv", ["input", "K1", "B1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "K2", "B2"], ["c2"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Flatten", ["r2"], ["fl"], axis=1),
+        helper.make_node("Gemm", ["fl", "W", "B"], ["out"], transB=1),
+    ]
+    return _model(nodes, inits, (2, 5, 5), 3)
+
+
+def residual_mlp(seed=0):
+    """Gemm(3->4) - Relu - Gemm(4->4) - Relu - Add(with the first Relu) - Gemm(->2)."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    f = lambda *s: (rng.standard_normal(s) * 0.7).astype(np.float32)  # noqa: E731
+    inits = {"W1": f(4, 3), "B1": f(4), "W2": f(4, 4), "B2": f(4), "W3": f(2, 4), "B3": f(2)}
+    nodes = [
+        helper.make_node("Gemm", ["input", "W1", "B1"], ["a1"], transB=1),
+        helper.make_node("Relu", ["a1"], ["r1"]),
+        helper.make_node("Gemm", ["r1", "W2", "B2"], ["a2"], transB=1),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node("Add", ["r2", "r1"], ["s"]),
+        helper.make_node("Gemm", ["s", "W3", "B3"], ["out"], transB=1),
+    ]
+    return _model(nodes, inits, (3,), 2)
