@@ -37,7 +37,7 @@ def load_certifier_source(name_or_path: str) -> tuple[str, str]:
         return certifier_source(name_or_path)
     except KeyError:
         known = ", ".join(certifier_names())
-        raise CfError(Loc(name_or_path, 0, 0), f"unknown certifier '{name_or_path}' (shipped: {known})") from None
+        raise CfError(Loc("", 0, 0), f"unknown certifier '{name_or_path}' (shipped: {known})") from None
 
 
 def emit_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE) -> str:

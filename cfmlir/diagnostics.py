@@ -5,6 +5,8 @@ complete one-line message in the conventional compiler format::
 
     certifiers/bad.cf:3:14: error: unknown name 'prevv'
 
+(``file: error: ...`` when the problem has no position, ``error: ...`` when it has no file.)
+
 Tools catch :class:`CfError`, print ``str(err)`` to stderr and exit with status 1; they never show a
 Python traceback for bad input.
 """
@@ -39,4 +41,8 @@ class CfError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
+        if not self.loc.file:
+            return f"error: {self.message}"
+        if self.loc.line <= 0:  # a whole-file problem (unreadable file, ...): no position to show
+            return f"{self.loc.file}: error: {self.message}"
         return f"{self.loc}: error: {self.message}"

@@ -89,7 +89,9 @@ def test_unknown_certifier_missing_file_and_compiled_engine(tiny_net, csv):
         run("--certifier", "nope", "--net", tiny_net, "--data", csv, "--eps", "0.01"))
     assert_one_line_error(run("--certifier", "ibp", "--net", "/nonexistent/net.onnx", "--data", csv, "--eps", "0.01"))
     assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", "/nonexistent.csv", "--eps", "0.01"))
-    assert "compiled engine" in assert_one_line_error(run("--engine", "compiled"))
+    assert "compiled engine only" in assert_one_line_error(run("--engine", "interpreter", "--no-sparse"))
+    assert "not available" in assert_one_line_error(run("--device", "cuda:7"))
+    assert "--batch-size" in assert_one_line_error(run("--batch-size", "0"))
 
 
 def test_bad_certifier_source(tmp_path, tiny_net, csv):
@@ -135,3 +137,18 @@ def test_vnnlib_happy_path(tmp_path):
     assert d["verdict"] == "unsat" and "unsat" in p.stdout
     # row: y0 - y1 <= 0  i.e. A = [1, -1], lower(A y) = lower(2 x1 + 1) = 1 > 0
     assert d["regions"][0]["row_lb"] == pytest.approx([1.0])
+
+
+@pytest.mark.parametrize("flags", [(), ("--no-sparse",), ("--no-rewrite",), ("--no-sparse", "--no-rewrite", "--batch-size", "1")])
+def test_compiled_engine_matches_interpreter(tmp_path, tiny_net, csv, flags):
+    """Both engines fill the same JSON schema with the same numbers."""
+    outs = {}
+    for engine, extra in (("interpreter", ()), ("compiled", flags)):
+        out = tmp_path / f"{engine}.json"
+        p = run("--engine", engine, *extra, "--certifier", "deepz", "--net", tiny_net, "--data", csv, "--eps", "0.01", "--json", out)
+        assert p.returncode == 0, p.stderr
+        outs[engine] = json.loads(out.read_text())
+    a, b = outs["interpreter"], outs["compiled"]
+    assert set(a) == set(b) and a["certified"] == b["certified"] and a["labels"] == b["labels"]
+    for ra, rb in zip(a["margin_lb"] + a["margin_ub"], b["margin_lb"] + b["margin_ub"]):
+        assert rb == pytest.approx(ra, rel=1e-6, abs=1e-9)
