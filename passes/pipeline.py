@@ -55,7 +55,7 @@ PASSES: dict[str, type[ModulePass]] = {
     "shape-analysis": ShapeAnalysisPass,
     "ternary-to-arith": _rewrite("ternary-to-arith", TernaryToArith, HoistBroadcast),
     "clamp-rewrite": _rewrite("clamp-rewrite", ClampRewrite, HoistBroadcast),
-    "matmul-rewrite": _rewrite("matmul-rewrite", MatmulRewrite, DistributeReduce, AssociateProducts, HoistBroadcast),
+    "matmul-rewrite": _rewrite("matmul-rewrite", MatmulRewrite, DistributeReduce, AssociateProducts, HoistBroadcast, FoldParts),
     "fold-parts": _rewrite("fold-parts", FoldParts),
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(

@@ -529,7 +529,10 @@ class RuleLifter:
         kind = letter(t)
         if r.letter in "PS":
             rc, rk = self.parts(r)
-            rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            if ct.is_scalar_const(rk.m):  # a constant summand still counts once per summand
+                rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            else:
+                rk = self.lift_height(rk, c.m.height)
             total = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), r.letter)
             if kind != r.letter:  # pragma: no cover - the type checker makes them agree
                 total = self.promote(total, kind)
@@ -580,7 +583,10 @@ class RuleLifter:
                 r = self.call_in_map(replace, n, c, dim)
                 r = self.masked(self.promote(self.lift_height(r, c.m.height), "P"), sel)
             rc, rk = self.parts(r)
-            rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            if ct.is_scalar_const(rk.m):  # a constant summand still counts once per summand
+                rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+            else:
+                rk = self.lift_height(rk, c.m.height)
             replaced = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), "P")
         kept = self.combine(kept_coeff, k, "P")
         new = self.arith("add", kept, replaced, sem.POLYEXP)
