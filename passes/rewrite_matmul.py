@@ -12,7 +12,7 @@ from __future__ import annotations
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.passes.rewrite_utils import is_scalar_const, strip_repeats
+from cfmlir.passes.rewrite_utils import BROADCAST_OPS, is_scalar_const, strip_repeats
 
 
 class MatmulRewrite(RewritePattern):
@@ -26,4 +26,6 @@ class MatmulRewrite(RewritePattern):
         a, b = strip_repeats(m.lhs), strip_repeats(m.rhs)
         if a is m.lhs and b is m.rhs:
             return
+        if any(isinstance(x.owner, ct.MultOp) and any(isinstance(o.owner, BROADCAST_OPS) for o in x.owner.operands) for x in (a, b)):
+            return  # a nested product of broadcasts: let its factors be re-associated (and clamped) first
         rewriter.replace(op, [ct.InnerOp(a, b, op.dim.data, op.result.type)])

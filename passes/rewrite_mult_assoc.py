@@ -22,7 +22,7 @@ class AssociateProducts(RewritePattern):
     def match_and_rewrite(self, op: ct.MultOp, rewriter: PatternRewriter) -> None:
         for p, inner in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
             m = inner.owner
-            if not isinstance(m, ct.MultOp) or not inner.has_one_use():
+            if not isinstance(m, ct.MultOp):
                 continue
             kp = _key(p)
             for q, r in ((m.lhs, m.rhs), (m.rhs, m.lhs)):

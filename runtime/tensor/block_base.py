@@ -85,10 +85,29 @@ class Block:
         return self.map_values(lambda c: c.to(dtype))
 
     def all_finite(self) -> bool:
-        return all(bool(torch.isfinite(c).all()) for c in self.cores() if c.is_floating_point())
+        """Whether every stored value is finite (cached: blocks are never modified in place)."""
+        cached = self.__dict__.get("_all_finite")
+        if cached is None:
+            cached = all(bool(torch.isfinite(c).all()) for c in self.cores() if c.is_floating_point())
+            self.__dict__["_all_finite"] = cached
+        return cached
+
+    def inherit_flags(self, src: "Block") -> "Block":
+        """Carry ``src``'s cached finiteness over to a block made from it by a structural op
+        (slicing, adding/removing/broadcasting/permuting dimensions moves values, never makes new ones)."""
+        if self is not src:
+            for key in ("_all_finite", "_no_nan"):
+                if key in src.__dict__ and key not in self.__dict__:
+                    self.__dict__[key] = src.__dict__[key]
+        return self
 
     def no_nan(self) -> bool:
-        return all(not bool(torch.isnan(c).any()) for c in self.cores() if c.is_floating_point())
+        """Whether no stored value is NaN (cached like :meth:`all_finite`)."""
+        cached = self.__dict__.get("_no_nan")
+        if cached is None:
+            cached = self.__dict__.get("_all_finite") or all(not bool(torch.isnan(c).any()) for c in self.cores() if c.is_floating_point())
+            self.__dict__["_no_nan"] = cached
+        return cached
 
     # -------------------------------------------------------- structural ops
     def _dense(self, t: torch.Tensor) -> "Block":

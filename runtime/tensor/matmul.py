@@ -225,6 +225,8 @@ def matmul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
         raise ValueError("matmul_sparse needs rank >= 2 operands")
     if a.shape[-1] != b.shape[-2]:
         raise ValueError(f"inner: shapes {a.shape} and {b.shape} do not contract")
+    # finiteness is checked before broadcasting (broadcast blocks can be far larger than their cores)
+    finite = all(blk.all_finite() for _, blk in a.blocks) and all(blk.all_finite() for _, blk in b.blocks)
     lead = tuple(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
     a = broadcast_to(a, lead + a.shape[-2:])
     b = broadcast_to(b, lead + b.shape[-2:])
@@ -232,7 +234,6 @@ def matmul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
     n = b.shape[-1]
     out_shape = lead + (m, n)
     cdt = torch.promote_types(a.dtype, b.dtype)
-    finite = all(blk.all_finite() for _, blk in a.blocks) and all(blk.all_finite() for _, blk in b.blocks)
     if not (_is_zero(a.background) and _is_zero(b.background)) or not finite:
         # non-zero background, or inf/NaN whose products with implicit zeros
         # must yield NaN as in dense torch: evaluate densely (exact semantics)

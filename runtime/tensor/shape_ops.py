@@ -42,7 +42,7 @@ def add_dim(a: SparseTensor, dim: int) -> SparseTensor:
     for s, b in a.blocks:
         s = list(s)
         s.insert(dim, 0)
-        blocks.append((s, b.add_dim(dim, a.background)))
+        blocks.append((s, b.add_dim(dim, a.background).inherit_flags(b)))
     return a.with_blocks(blocks, shape=shape)
 
 
@@ -56,7 +56,7 @@ def remove_dim(a: SparseTensor, dim: int) -> SparseTensor:
     for s, b in a.blocks:
         s = list(s)
         del s[dim]
-        blocks.append((s, b.remove_dim(dim, a.background)))
+        blocks.append((s, b.remove_dim(dim, a.background).inherit_flags(b)))
     return a.with_blocks(blocks, shape=shape)
 
 
@@ -68,7 +68,7 @@ def expand_dim(a: SparseTensor, dim: int, size: int) -> SparseTensor:
         raise ValueError(f"expand_dim: dim {dim} has size {a.shape[dim]}, not 1")
     shape = list(a.shape)
     shape[dim] = size
-    blocks = [(s, b.expand_dim(dim, size, a.background)) for s, b in a.blocks]
+    blocks = [(s, b.expand_dim(dim, size, a.background).inherit_flags(b)) for s, b in a.blocks]
     return a.with_blocks(blocks, shape=shape)
 
 
@@ -113,7 +113,7 @@ def repeat(a: SparseTensor, dim: int, times: int) -> SparseTensor:
 
 def permute(a: SparseTensor, perm: Sequence[int]) -> SparseTensor:
     perm = [_norm(p, a.ndim) for p in perm]
-    blocks = [([s[p] for p in perm], b.permute(perm, a.background)) for s, b in a.blocks]
+    blocks = [([s[p] for p in perm], b.permute(perm, a.background).inherit_flags(b)) for s, b in a.blocks]
     return a.with_blocks(blocks, shape=[a.shape[p] for p in perm])
 
 
@@ -166,7 +166,7 @@ def slice_range(a: SparseTensor, dim: int, start: int, stop: int) -> SparseTenso
         inter = intersect(r, window)
         if inter is None:
             continue
-        sub = b.restrict(relative(inter, r), a.background)
+        sub = b.restrict(relative(inter, r), a.background).inherit_flags(b)
         ns = list(start_of(inter))
         ns[dim] -= start
         blocks.append((ns, sub))

@@ -109,7 +109,7 @@ class SparseTensor:
             inter = intersect(reg, region)
             if inter is None:
                 continue
-            sub = b.restrict(relative(inter, reg), self.background)
+            sub = b.restrict(relative(inter, reg), self.background).inherit_flags(b)
             view = out[tuple(slice(lo, hi) for lo, hi in relative(inter, region))]
             sub.write_into(view, self.background)
         return out
