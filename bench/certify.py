@@ -1,0 +1,154 @@
+"""Benchmark: every certifier x shared network, in the paper's four modes (not a test).
+
+    python bench/certify.py                              # the default selection (see --help)
+    python bench/certify.py --certifiers deeppoly,ibp --nets mnist_relu_6_100 --modes all --n 100
+
+For each (certifier, network, mode) one child process runs the compiled engine on the first ``--n``
+images at the paper's epsilon for that network (batch 100 for fully-connected nets, 10 for conv nets,
+as in the paper) and reports the number of certified images, the analysis time (compilation excluded:
+the emitted module is cached) and the peak resident memory of the process (``ru_maxrss``).  Runs over
+``--timeout`` seconds are reported as timeouts.  A separate table gives the uncached compile time of
+every shipped certifier (the full default pipeline, in-process).  Prints tables and writes
+``bench/results/certify.json``.
+
+Modes: ``CF`` (g-BSCR + rewrites), ``CF-S`` (dense tensors), ``CF-R`` (no domain rewrites),
+``CF-R-S`` (neither).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+MODES = {"CF": (True, True), "CF-S": (False, True), "CF-R": (True, False), "CF-R-S": (False, False)}
+
+# The paper's epsilons (appendix table): MNIST standard FCN 0.004/0.005, PGD 0.005, ConvSmall DiffAI 0.1,
+# CIFAR standard 4e-5, PGD 5e-4, ConvBig DiffAI 0.002.
+EPS = {
+    "mnist_relu_3_50": 0.004, "mnist_relu_3_100": 0.004, "mnist_relu_5_100": 0.004, "mnist_relu_6_100": 0.004,
+    "mnist_relu_6_200": 0.004, "mnist_relu_9_200": 0.004, "mnist_relu_6_500": 0.004, "mnist_relu_6_500_pgd": 0.005,
+    "mnist_relu_4_1024": 0.004, "mnist_convSmallRELU__Point": 0.004, "mnist_convSmallRELU__PGDK": 0.005,
+    "mnist_convSmallRELU__DiffAI": 0.1, "mnist_convMedRELU": 0.004, "mnist_convBigRELU": 0.2,
+    "mnist_ffnnSIGMOID__Point_6x200": 0.004, "mnist_nln_logsig_200_50": 0.004, "mnist_nln_logsig_200_100_50": 0.004,
+    "mnist_nln_tansig_200_50": 0.004, "cifar_relu_4_100": 4e-5, "cifar_relu_6_100": 4e-5,
+    "cifar_relu_4_100.nchwfix": 4e-5, "cifar_relu_6_100.nchwfix": 4e-5, "cifar_relu_6_500": 4e-5,
+    "cifar_relu_7_1024": 4e-5, "cifar10_convSmallRELU__Point": 4e-5, "cifar10_convSmallRELU__PGDK": 5e-4,
+    "cifar10_convMedRELU": 5e-4, "cifar10_convBigRELU": 0.002,
+}
+DEFAULT_CERTIFIERS = "ibp,crown_ibp,deepz,deeppoly,reusecert,polyzono,zid,skippoly"
+DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_relu_6_500_pgd,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
+
+CHILD = r"""
+import json, resource, sys, time, torch
+from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
+from cfruntime.flow.engine import run_certifier
+from cfruntime.network import load_onnx
+from cfruntime.properties import load_eran_csv, robustness_property, load_manifest
+cert_name, net_path, data, eps, n, batch, sparse, rewrite = sys.argv[1:9]
+n, batch, eps = int(n), int(batch), float(eps)
+sparse, rewrite = sparse == "1", rewrite == "1"
+entry = next((e for e in load_manifest() if str(e.path).endswith(net_path.split("/")[-1])), None)
+kw = entry.load_kwargs(entry.default_semantics()) if entry else {}
+conv = entry.convention(entry.default_semantics()) if entry else "std"
+cert = compile_certifier(*load_certifier_source(cert_name), pipeline_for(rewrite))
+net = load_onnx(net_path, **kw)
+prop = robustness_property(load_eran_csv(data, stop=n), eps, conv, net.input_shape, num_classes=net.output_size)
+pred = net.forward(prop.x.double()).argmax(1)
+certified, t0 = 0, time.perf_counter()
+for s in range(0, n, batch):
+    sl = slice(s, min(n, s + batch))
+    res = run_certifier(cert, net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl], sparse=sparse)
+    own = torch.nn.functional.one_hot(prop.labels[sl], prop.C.shape[1]).bool()
+    ok = ((res.lower > 0) | own).all(1) & (pred[sl] == prop.labels[sl])
+    certified += int(ok.sum())
+elapsed = time.perf_counter() - t0
+print(json.dumps({"certified": certified, "correct": int((pred == prop.labels).sum()), "analysis_s": elapsed,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def dataset_of(net: str) -> str:
+    return "cifar10_test.csv" if net.startswith("cifar") else "mnist_test.csv"
+
+
+def is_conv(net: str) -> bool:
+    return "conv" in net.lower()
+
+
+def run_one(cert: str, net: str, mode: str, n: int, timeout: float) -> dict:
+    sparse, rewrite = MODES[mode]
+    batch = 10 if is_conv(net) else 100
+    args = [sys.executable, "-c", CHILD, cert, str(SHARED / "nets" / f"{net}.onnx"), str(SHARED / "data" / dataset_of(net)),
+            str(EPS[net]), str(n), str(batch), str(int(sparse)), str(int(rewrite))]
+    try:
+        p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    except subprocess.TimeoutExpired:
+        return {"status": "timeout"}
+    if p.returncode != 0:
+        last = (p.stderr.strip().splitlines() or ["?"])[-1]
+        return {"status": "error", "error": last[:200]}
+    return {"status": "ok", **json.loads(p.stdout.strip().splitlines()[-1])}
+
+
+def compile_times() -> dict[str, float]:
+    from cfmlir.certifiers import certifier_names, certifier_source
+    from cfmlir.compiler import compile_certifier, pipeline_for
+
+    compile_certifier(*certifier_source("ibp"), pipeline_for(True), use_cache=False)  # warm imports
+    out = {}
+    for name in certifier_names():
+        t0 = time.perf_counter()
+        compile_certifier(*certifier_source(name), pipeline_for(True), use_cache=False)
+        out[name] = time.perf_counter() - t0
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--certifiers", default=DEFAULT_CERTIFIERS)
+    ap.add_argument("--nets", default=DEFAULT_NETS, help="comma-separated network names, or 'all'")
+    ap.add_argument("--modes", default="CF,CF-S,CF-R,CF-R-S", help="comma-separated modes, or 'all'")
+    ap.add_argument("--n", type=int, default=100, help="images per network (default 100)")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "certify.json"))
+    ap.add_argument("--no-compile-times", action="store_true")
+    args = ap.parse_args()
+    if not SHARED.is_dir():
+        print(f"error: {SHARED} not found (the shared networks and data)", file=sys.stderr)
+        return 1
+    nets = list(EPS) if args.nets == "all" else args.nets.split(",")
+    modes = list(MODES) if args.modes == "all" else args.modes.split(",")
+    certs = args.certifiers.split(",")
+    results = {"n": args.n, "timeout_s": args.timeout, "runs": [], "compile_s": {}}
+    if not args.no_compile_times:
+        results["compile_s"] = compile_times()
+        print("compile time (uncached, default pipeline):")
+        for name, s in results["compile_s"].items():
+            print(f"  {name:12s} {s:6.2f} s")
+    print(f"\n{'certifier':11s} {'network':32s} {'mode':7s} {'cert':>6s} {'time s':>8s} {'peak MiB':>9s}")
+    for net in nets:
+        for cert in certs:
+            for mode in modes:
+                r = run_one(cert, net, mode, args.n, args.timeout)
+                r.update(certifier=cert, network=net, mode=mode, eps=EPS[net])
+                results["runs"].append(r)
+                if r["status"] == "ok":
+                    print(f"{cert:11s} {net:32s} {mode:7s} {r['certified']:3d}/{r['correct']:<3d}"
+                          f"{r['analysis_s']:8.2f} {r['peak_mib']:9.0f}", flush=True)
+                else:
+                    print(f"{cert:11s} {net:32s} {mode:7s} {r['status']}: {r.get('error', '')}", flush=True)
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
