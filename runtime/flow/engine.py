@@ -80,7 +80,15 @@ def _weights(rep: Representation):
 
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu") -> EngineResult:
-    """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``)."""
+    """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
+
+    g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
+    as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels."""
+    with gb.absent_zero_semantics():
+        return _run(cert, network, lb, ub, sparse, dtype, device)
+
+
+def _run(cert, network, lb, ub, sparse, dtype, device) -> EngineResult:
     rep = Representation(sparse, dtype, device)
     b = lb.shape[0]
     lb = lb.reshape(b, -1).to(dtype).to(rep.device)

@@ -11,11 +11,13 @@ Broadcasting contract: a dimension the compiler calls broadcast may be realised 
 from __future__ import annotations
 
 import itertools
+import math
 
 import torch
 
 from cfruntime import tensor as gb
 from cfruntime.flow.values import Affine, Neurons
+from cfruntime.tensor import RepeatBlock
 
 #: Safety net for traverse loops: no certifier should need more iterations than this.
 MAX_LOOP_ITERATIONS = 100_000
@@ -61,7 +63,22 @@ def binary(op: str, a, b):
 
 
 def mult(a, b):
-    return binary("mul", a, b)
+    """Products are where masks (a traverse's selected neurons) zero whole blocks: those blocks are
+    dropped, so later inner products skip them."""
+    return prune(binary("mul", a, b))
+
+
+def prune(x):
+    """A g-BSCR tensor without the blocks that hold only its background value (dense and repeat
+    blocks are checked; other kinds are kept)."""
+    if not gb.is_sparse(x) or not x.blocks:
+        return x
+    keep = []
+    for start, block in x.blocks:
+        if isinstance(block, RepeatBlock) and x.background == 0 and not bool(block.core.any()):
+            continue
+        keep.append((start, block))
+    return x if len(keep) == len(x.blocks) else x.with_blocks(keep)
 
 
 def unary(op: str, a):
@@ -119,8 +136,26 @@ def repeat(a, dim: int, size: int):
 def reduce(a, dim: int, kind: str = "sum"):
     if kind == "sum":
         return gb.reduce_sum(a, dim)
+    identity = math.inf if kind == "min" else -math.inf
+    if gb.is_sparse(a) and a.background == identity:
+        return _reduce_extremum_sparse(a, dim % len(a.shape), kind)
     dense = gb.to_dense(a)
     return dense.amin(dim) if kind == "min" else dense.amax(dim)
+
+
+def _reduce_extremum_sparse(a, dim: int, kind: str) -> torch.Tensor:
+    """min/max over ``dim`` of a g-BSCR tensor whose background is the operation's identity
+    (a traverse's priorities: +inf outside the active neurons): only the blocks are read."""
+    shape = list(a.shape)
+    del shape[dim]
+    out = torch.full(shape, a.background, dtype=a.dtype, device=a.device)
+    pick = torch.minimum if kind == "min" else torch.maximum
+    for start, block in a.blocks:
+        dense = block.to_dense(a.background)
+        red = dense.amin(dim) if kind == "min" else dense.amax(dim)
+        idx = tuple(slice(s, s + n) for d, (s, n) in enumerate(zip(start, block.shape)) if d != dim)
+        out[idx] = pick(out[idx], red)
+    return out
 
 
 def inner(a, b, dim: int):

@@ -13,7 +13,7 @@ from .api import (  # noqa: F401
     is_sparse, nbytes, permute, reduce_sum, remove_dim, repeat, shape, slice_range, to_dense,
     transpose, unary, where,
 )
-from .block_base import Block  # noqa: F401
+from .block_base import Block, absent_zero_semantics  # noqa: F401
 from .block_constant import ConstantBlock  # noqa: F401
 from .block_conv import ConvBlock  # noqa: F401
 from .block_dense import DenseBlock  # noqa: F401

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+from contextlib import contextmanager
+
 import torch
 
 
@@ -35,6 +37,24 @@ def rel_slices(rel: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
 def is_full(rel: Sequence[tuple[int, int]], shape: Sequence[int]) -> bool:
     return all(lo == 0 and hi == n for (lo, hi), n in zip(rel, shape))
 
+
+
+#: ``absent_zero``: an entry outside every block is an *absent* term, so ``0 * inf`` there is 0 rather
+#: than dense torch's NaN; blocks are then not scanned for inf/NaN before the sparse fast paths.
+_SEMANTICS = {"absent_zero": False}
+
+
+@contextmanager
+def absent_zero_semantics():
+    """Within this context g-BSCR treats implicit zeros as absent terms (ConstraintFlow's semantics of
+    PolyExp/SymExp coefficients): products with them are 0 even against inf/NaN.  Outside it (the
+    default) every operation equals the dense torch result exactly, NaN included."""
+    old = _SEMANTICS["absent_zero"]
+    _SEMANTICS["absent_zero"] = True
+    try:
+        yield
+    finally:
+        _SEMANTICS["absent_zero"] = old
 
 class Block:
     """Abstract sparse block.  Subclasses set ``kind`` and ``has_holes``."""
@@ -85,7 +105,11 @@ class Block:
         return self.map_values(lambda c: c.to(dtype))
 
     def all_finite(self) -> bool:
-        """Whether every stored value is finite (cached: blocks are never modified in place)."""
+        """Whether every stored value is finite (cached: blocks are never modified in place).
+
+        Under :func:`cfruntime.tensor.absent_zero_semantics` this is assumed without looking."""
+        if _SEMANTICS["absent_zero"]:
+            return True
         cached = self.__dict__.get("_all_finite")
         if cached is None:
             cached = all(bool(torch.isfinite(c).all()) for c in self.cores() if c.is_floating_point())
@@ -103,6 +127,8 @@ class Block:
 
     def no_nan(self) -> bool:
         """Whether no stored value is NaN (cached like :meth:`all_finite`)."""
+        if _SEMANTICS["absent_zero"]:
+            return True
         cached = self.__dict__.get("_no_nan")
         if cached is None:
             cached = self.__dict__.get("_all_finite") or all(not bool(torch.isnan(c).any()) for c in self.cores() if c.is_floating_point())
