@@ -44,6 +44,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 ENGINES = ("interpreter", "compiled")
 DEFAULT_CERTIFIER = "deeppoly"
 DEFAULT_EPS = 0.005
@@ -133,11 +135,17 @@ def _engine_label(args) -> str:
 
 def _compiled_bounds(args, cert, net, lb, ub, C):
     """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine."""
+    return _compiled_run(args, cert, net.with_margin_layer(C), lb, ub)
+
+
+def _compiled_run(args, cert, mnet, lb, ub):
+    """Bounds of the last layer of ``mnet`` over the boxes (``[B, n]`` each), by the compiled engine."""
     import torch
 
     from cfruntime.flow.engine import run_certifier
 
-    mnet = net.with_margin_layer(C)
+    lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, mnet.input_size)
+    ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, mnet.input_size)
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
     res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device)
     return res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
@@ -284,20 +292,7 @@ def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0) -> int:
     if args.engine == "interpreter":
         lows, highs = vnnlib_row_bounds(prog, net, prop)
     else:
-        import torch
-
-        lows, highs = [], []
-        for reg in prop.regions:
-            A, _b, _groups = reg.stacked()
-            if A.shape[0] == 0:
-                lows.append(np.zeros(0))
-                highs.append(np.zeros(0))
-                continue
-            lb = torch.as_tensor(np.asarray(reg.lb, dtype=np.float64)).reshape(1, -1)
-            ub = torch.as_tensor(np.asarray(reg.ub, dtype=np.float64)).reshape(1, -1)
-            lo, hi = _compiled_bounds(args, prog, net, lb, ub, torch.as_tensor(np.asarray(A, dtype=np.float64)))
-            lows.append(lo[0].numpy())
-            highs.append(hi[0].numpy())
+        lows, highs = vnnlib_row_bounds(None, net, prop, lambda mnet, lb, ub: [b[0] for b in _compiled_run(args, prog, mnet, lb, ub)])
     v = verdict(prop, lows)
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample

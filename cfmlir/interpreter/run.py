@@ -137,9 +137,14 @@ def certify_sample(prog: CompiledProgram, network, lo, hi, label: int, keep_anal
     return SampleResult(int(label), lb, ub, certified, res if keep_analysis else None)
 
 
-def vnnlib_row_bounds(prog: CompiledProgram, network, prop) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def vnnlib_row_bounds(prog: CompiledProgram, network, prop, bounds=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """Lower/upper bounds of the stacked constraint rows ``A y`` of every input region of a
-    :class:`cfruntime.properties.VnnlibProperty` (one array per region)."""
+    :class:`cfruntime.properties.VnnlibProperty` (one array per region).  ``bounds(margin_net, lb, ub)``
+    computes them (default: this interpreter; ``cf-run`` passes the compiled engine)."""
+    if bounds is None:
+        def bounds(mnet, lb, ub):
+            res = analyze(prog, mnet, lb, ub)
+            return res.lower, res.upper
     lows, highs = [], []
     for reg in prop.regions:
         A, _b, _groups = reg.stacked()
@@ -148,7 +153,7 @@ def vnnlib_row_bounds(prog: CompiledProgram, network, prop) -> tuple[list[np.nda
             highs.append(np.zeros(0))
             continue
         mnet = network.with_margin_layer(torch.from_numpy(np.asarray(A, dtype=np.float64)))
-        res = analyze(prog, mnet, reg.lb, reg.ub)
-        lows.append(np.asarray(res.lower, dtype=np.float64))
-        highs.append(np.asarray(res.upper, dtype=np.float64))
+        lo, hi = bounds(mnet, reg.lb, reg.ub)
+        lows.append(np.asarray(lo, dtype=np.float64))
+        highs.append(np.asarray(hi, dtype=np.float64))
     return lows, highs

@@ -120,7 +120,8 @@ def test_happy_path_json_schema(tmp_path, tiny_net, csv):
         assert d["certified"][i] == (d["correct"][i] and all(x > 0 for j, x in enumerate(lb) if j != d["labels"][i]))
 
 
-def test_vnnlib_happy_path(tmp_path):
+@pytest.mark.parametrize("engine", ["compiled", "interpreter"])
+def test_vnnlib_happy_path(tmp_path, engine):
     # y0 = x0 + x1 + 1, y1 = x0 - x1 on [0, 1]^2: the region y1 >= y0 (i.e. -x1 >= x1 + 1) is empty.
     w = [np.array([[1, 1], [1, -1]], np.float32)]
     b = [np.array([1, 0], np.float32)]
@@ -131,7 +132,7 @@ def test_vnnlib_happy_path(tmp_path):
                     "(assert (>= X_0 0))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"
                     "(assert (>= Y_1 Y_0))\n")
     out = tmp_path / "v.json"
-    p = run("--certifier", "deeppoly", "--net", net, "--vnnlib", prop, "--json", out)
+    p = run("--engine", engine, "--certifier", "deeppoly", "--net", net, "--vnnlib", prop, "--json", out)
     assert p.returncode == 0, p.stderr
     d = json.loads(out.read_text())
     assert d["verdict"] == "unsat" and "unsat" in p.stdout
