@@ -508,6 +508,16 @@ class RuleLifter:
         finally:
             self.map_dims.pop()
 
+    def sum_summands(self, r: Val, c: Val) -> Val:
+        """Reduce a PolyExp/SymExp ``r`` made per summand of a map (coefficients ``c``) over the map
+        dimension, part by part."""
+        rc, rk = self.parts(r)
+        if ct.is_scalar_const(rk.m):  # a constant summand still counts once per summand
+            rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
+        else:
+            rk = self.lift_height(rk, c.m.height)
+        return self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), r.letter)
+
     def masked(self, r: Val, mask: Val) -> Val:
         """``mask * r`` for a scalar or PolyExp/SymExp ``r`` (``mask`` is 0/1)."""
         kind = r.letter
@@ -528,12 +538,7 @@ class RuleLifter:
                 r = self.masked(r, nonzero)
         kind = letter(t)
         if r.letter in "PS":
-            rc, rk = self.parts(r)
-            if ct.is_scalar_const(rk.m):  # a constant summand still counts once per summand
-                rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
-            else:
-                rk = self.lift_height(rk, c.m.height)
-            total = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), r.letter)
+            total = self.sum_summands(r, c)
             if kind != r.letter:  # pragma: no cover - the type checker makes them agree
                 total = self.promote(total, kind)
             return self.arith("add", total, k, t)
@@ -582,12 +587,7 @@ class RuleLifter:
             else:
                 r = self.call_in_map(replace, n, c, dim)
                 r = self.masked(self.promote(self.lift_height(r, c.m.height), "P"), sel)
-            rc, rk = self.parts(r)
-            if ct.is_scalar_const(rk.m):  # a constant summand still counts once per summand
-                rk = self.coerce(rk, c.m.with_type("R"), keep_scalar=False)
-            else:
-                rk = self.lift_height(rk, c.m.height)
-            replaced = self.combine(self.reduce_top(rc) if rc is not None else None, self.reduce_top(rk), "P")
+            replaced = self.sum_summands(r, c)
         kept = self.combine(kept_coeff, k, "P")
         new = self.arith("add", kept, replaced, sem.POLYEXP)
         new = self.coerce(new, expanded, keep_scalar=False)
