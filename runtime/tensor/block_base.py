@@ -70,12 +70,13 @@ class Block:
         return len(self.shape)
 
     @property
-    def dtype(self) -> torch.dtype:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def dtype(self) -> torch.dtype:
+        """The dtype of the stored values (of the first core)."""
+        return self.cores()[0].dtype
 
     @property
-    def device(self) -> torch.device:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def device(self) -> torch.device:
+        return self.cores()[0].device
 
     def numel(self) -> int:
         return math.prod(self.shape)
@@ -84,8 +85,9 @@ class Block:
         """Bytes of stored data (core tensors only)."""
         return sum(t.numel() * t.element_size() for t in self.cores())
 
-    def cores(self) -> list[torch.Tensor]:  # pragma: no cover - overridden
-        raise NotImplementedError
+    def cores(self) -> list[torch.Tensor]:
+        """The stored tensors (most kinds store one, ``self.core``)."""
+        return [self.core]
 
     def to_dense(self, fill) -> torch.Tensor:  # pragma: no cover - overridden
         """Dense form of the extent; holes hold ``fill``."""

@@ -51,14 +51,6 @@ class ConvBlock(Block):
         self.in_chw = (ci,) + self.in_hw
         self.shape = self.lead + (co * self.out_hw[0] * self.out_hw[1], ci * self.in_hw[0] * self.in_hw[1])
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.weight.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.weight.device
-
     def cores(self) -> list[torch.Tensor]:
         return [self.weight]
 

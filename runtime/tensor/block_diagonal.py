@@ -45,17 +45,6 @@ class DiagonalBlock(Block):
     def n(self) -> int:
         return self.core.shape[self.delta]
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.core.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.core.device
-
-    def cores(self) -> list[torch.Tensor]:
-        return [self.core]
-
     def to_dense(self, fill) -> torch.Tensor:
         out = torch.full(self.shape, fill, dtype=self.dtype, device=self.device)
         self.write_into(out, fill)

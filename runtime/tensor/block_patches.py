@@ -49,17 +49,6 @@ class PatchesBlock(Block):
         self.lead = tuple(core.shape[:-6])
         self.shape = self.lead + (co * ho * wo, ci * self.in_hw[0] * self.in_hw[1])
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.core.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.core.device
-
-    def cores(self) -> list[torch.Tensor]:
-        return [self.core]
-
     def same_geometry(self, other: "PatchesBlock") -> bool:
         return (isinstance(other, PatchesBlock) and self.shape == other.shape
                 and self.core.shape == other.core.shape and self.in_hw == other.in_hw

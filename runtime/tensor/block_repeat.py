@@ -43,17 +43,6 @@ class RepeatBlock(Block):
         self.core = core
         self.shape = shape
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return self.core.dtype
-
-    @property
-    def device(self) -> torch.device:
-        return self.core.device
-
-    def cores(self) -> list[torch.Tensor]:
-        return [self.core]
-
     def repeated_dims(self) -> list[int]:
         return [k for k, (c, s) in enumerate(zip(self.core.shape, self.shape)) if c == 1 and s != 1]
 

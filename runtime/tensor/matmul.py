@@ -82,26 +82,25 @@ def _bcast_mm(A: RepeatBlock, B: RepeatBlock, out_shape) -> Block:
     return make_bcast_block(core, out_shape)
 
 
-def _scale_rows(Y: Block, c: torch.Tensor, out_shape):
-    """diag(c) @ Y"""
+def _scale(Y: Block, c: torch.Tensor, out_shape, rows: bool):
+    """``diag(c) @ Y`` (``rows``) or ``Y @ diag(c)``, keeping Y's block kind; None if unsupported."""
     if isinstance(Y, RepeatBlock):
-        return make_bcast_block(Y.core * c.unsqueeze(-1), out_shape)
+        return make_bcast_block(Y.core * (c.unsqueeze(-1) if rows else c.unsqueeze(-2)), out_shape)
     if isinstance(Y, DiagonalBlock) and Y.delta == Y.ndim - 2:
         return DiagonalBlock(Y.core * c, Y.delta)
     if isinstance(Y, (ConvBlock, PatchesBlock)):
-        return Y.scale_rows(c)
+        return Y.scale_rows(c) if rows else Y.scale_cols(c)
     return None
+
+
+def _scale_rows(Y: Block, c: torch.Tensor, out_shape):
+    """diag(c) @ Y"""
+    return _scale(Y, c, out_shape, rows=True)
 
 
 def _scale_cols(Y: Block, c: torch.Tensor, out_shape):
     """Y @ diag(c)"""
-    if isinstance(Y, RepeatBlock):
-        return make_bcast_block(Y.core * c.unsqueeze(-2), out_shape)
-    if isinstance(Y, DiagonalBlock) and Y.delta == Y.ndim - 2:
-        return DiagonalBlock(Y.core * c, Y.delta)
-    if isinstance(Y, (ConvBlock, PatchesBlock)):
-        return Y.scale_cols(c)
-    return None
+    return _scale(Y, c, out_shape, rows=False)
 
 
 def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
