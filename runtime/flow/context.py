@@ -91,11 +91,9 @@ class LayerContext:
             raise RuntimeError("noise symbols have no members")
         net = self.network
         if member in ("layer", "last_layer"):
-            layer_of = torch.cat([torch.full((l.size,), float(l.index), dtype=self.rep.dtype) for l in net.layers])
-            vals = layer_of[n.start : n.start + n.count]
-            if member == "last_layer":
-                vals = (vals == float(len(net.layers) - 1)).to(self.rep.dtype)
-            return vals.reshape(n.shape).to(self.rep.device)
+            last = len(net.layers) - 1
+            value = (lambda k: float(k)) if member == "layer" else (lambda k: float(k == last))
+            return self.rep.per_layer_constant(net.layers, n, value)
         letter = self.store.members[member]
         k = _layer_containing(net, n.start, n.count)
         if k is not None:

@@ -17,7 +17,7 @@ import torch
 
 from cfruntime import tensor as gb
 from cfruntime.flow.values import Affine, Neurons
-from cfruntime.tensor import RepeatBlock
+from cfruntime.tensor import ConstantBlock, DenseBlock, RepeatBlock
 
 #: Safety net for traverse loops: no certifier should need more iterations than this.
 MAX_LOOP_ITERATIONS = 100_000
@@ -64,18 +64,27 @@ def binary(op: str, a, b):
 
 def mult(a, b):
     """Products are where masks (a traverse's selected neurons) zero whole blocks: those blocks are
-    dropped, so later inner products skip them."""
+    dropped, so later inner products skip them.  A Bool operand is a mask: ``mask * x`` runs as
+    ``where(mask, x, 0)`` (no conversion of the mask to numbers; an unselected infinite ``x`` gives
+    0, the value of an absent summand)."""
+    for m, x in ((a, b), (b, a)):
+        if _is_bool(m) and not _is_bool(x) and not _is_scalar(x):
+            return prune(where(m, x, 0.0))
     return prune(binary("mul", a, b))
 
 
+def _is_bool(x) -> bool:
+    return isinstance(x, bool) or (not _is_scalar(x) and getattr(x, "dtype", None) == torch.bool)
+
+
 def prune(x):
-    """A g-BSCR tensor without the blocks that hold only its background value (dense and repeat
-    blocks are checked; other kinds are kept)."""
+    """A g-BSCR tensor without the blocks that hold only zeros when zero is its background (dense,
+    repeat and constant blocks are checked; other kinds are kept)."""
     if not gb.is_sparse(x) or not x.blocks:
         return x
     keep = []
     for start, block in x.blocks:
-        if isinstance(block, RepeatBlock) and x.background == 0 and not bool(block.core.any()):
+        if type(block) in (RepeatBlock, DenseBlock, ConstantBlock) and x.background == 0 and not bool(block.core.any()):
             continue
         keep.append((start, block))
     return x if len(keep) == len(x.blocks) else x.with_blocks(keep)
@@ -151,8 +160,11 @@ def _reduce_extremum_sparse(a, dim: int, kind: str) -> torch.Tensor:
     out = torch.full(shape, a.background, dtype=a.dtype, device=a.device)
     pick = torch.minimum if kind == "min" else torch.maximum
     for start, block in a.blocks:
-        dense = block.to_dense(a.background)
-        red = dense.amin(dim) if kind == "min" else dense.amax(dim)
+        if isinstance(block, RepeatBlock) and block.core.shape[dim] == 1:  # repeated along dim
+            red = block.core.squeeze(dim).expand(block.shape[:dim] + block.shape[dim + 1:])
+        else:
+            dense = block.to_dense(a.background)
+            red = dense.amin(dim) if kind == "min" else dense.amax(dim)
         idx = tuple(slice(s, s + n) for d, (s, n) in enumerate(zip(start, block.shape)) if d != dim)
         out[idx] = pick(out[idx], red)
     return out

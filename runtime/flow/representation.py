@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
-from cfruntime.tensor import DenseBlock, DiagonalBlock, SparseTensor
+from cfruntime.tensor import ConstantBlock, DenseBlock, DiagonalBlock, SparseTensor
 
 
 class Representation:
@@ -57,6 +57,23 @@ class Representation:
         idx = torch.arange(n, device=self.device)
         out[:, idx, start + idx] = scale
         return out
+
+    def per_layer_constant(self, layers, n, value):
+        """Metadata of the neurons ``n`` (a :class:`~cfruntime.flow.values.Neurons`) that is one
+        number per layer (``layer``, ``last_layer``): ``value(k)`` for every neuron of layer ``k``,
+        laid out as ``n.shape``; in g-BSCR one constant block per layer the range meets."""
+        lo, hi = n.start, n.start + n.count
+        pieces = [(max(lo, l.offset), min(hi, l.offset + l.size), value(l.index)) for l in layers]
+        pieces = [(a, b, v) for a, b, v in pieces if a < b]
+        if not self.sparse:
+            vals = torch.cat([torch.full((b - a,), v, dtype=self.dtype) for a, b, v in pieces])
+            return vals.reshape(n.shape).to(self.device)
+        blocks = []
+        for a, b, v in pieces:
+            start, shape = [0] * n.rank, [1] * n.rank
+            start[n.dim], shape[n.dim] = a - lo, b - a
+            blocks.append((tuple(start), ConstantBlock.of(v, shape, self.dtype, self.device)))
+        return SparseTensor(n.shape, 0.0, blocks, dtype=self.dtype, device=self.device)
 
     def cat(self, parts, dim: int):
         return gb.cat(parts, dim)

@@ -2,7 +2,8 @@
 
 Unary ops map every core and the background (holes follow the background, so
 the block kinds are preserved: ``relu`` of a diagonal block is a diagonal
-block).  ``where`` runs the elementwise engine with three operands.  ``clamp``
+block).  ``where`` runs the elementwise engine with three operands (with a kernel that
+skips regions where both branches hold one background and keeps diagonals).  ``clamp``
 is ``min(max(a, lo), hi)`` (torch.clamp semantics, NaN propagates).
 """
 
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 import torch
 
-from .elementwise import elementwise
+from .block_base import same_value
+from .block_diagonal import DiagonalBlock, diagonal_of
+from .block_repeat import RepeatBlock
+from .elementwise import SKIP, elementwise
 from .ops_table import UNARY, compute_dtype
 from .sparse_tensor import SparseTensor
 
@@ -24,6 +28,49 @@ def unary_sparse(a: SparseTensor, op: str) -> SparseTensor:
     return SparseTensor(a.shape, bg_t.item(), blocks, dtype=bg_t.dtype, device=a.device)
 
 
+def _where_kernel(parts, bgs, out_bg, shape):
+    """Regions where the condition holds one value (its background, or a block that is all true or
+    all false) take one branch as it is; regions
+    where both branches hold the same background need not read the condition:
+
+    * no block of either branch -> ``where(c, v, v) = v`` (skipped when ``v`` is the result
+      background);
+    * one branch is a diagonal block ``D`` whose holes equal the other branch's background ``v``
+      -> the off-diagonal result is ``v`` whatever ``c`` is, so the result stays diagonal:
+      ``where(c, D, v) -> diag(where(diag(c), core(D), v))`` in O(n).
+    """
+    c, a, b = parts
+    va, vb = bgs[1], bgs[2]
+    uniform = _uniform_condition(c) if c is not None else bool(bgs[0])
+    if uniform is not None:  # the condition is one value here: one branch, as it is
+        taken, v = (a, va) if uniform else (b, vb)
+        if taken is None:
+            return SKIP if same_value(v.item(), out_bg) else None
+        return taken
+    if not same_value(va.item(), vb.item()):
+        return None
+    if a is None and b is None:
+        return SKIP if same_value(va.item(), out_bg) else None
+    if (a is None) == (b is None) or not same_value(va.item(), out_bg):
+        return None
+    d, di = (a, 1) if b is None else (b, 2)
+    if not isinstance(d, DiagonalBlock) or not (c is None or isinstance(c, RepeatBlock)):
+        return None
+    cond = diagonal_of(c.expanded(), d.delta)
+    core = torch.where(cond, d.core, vb) if di == 1 else torch.where(cond, va, d.core)
+    return DiagonalBlock(core, d.delta)
+
+
+def _uniform_condition(c) -> bool | None:
+    """``True``/``False`` when a (repeat-like) condition block holds one value, else ``None``
+    (two reductions over booleans are cheap next to a ``where`` over the numbers)."""
+    if not isinstance(c, RepeatBlock) or c.core.dtype != torch.bool:
+        return None
+    if not bool(c.core.any()):
+        return False
+    return True if bool(c.core.all()) else None
+
+
 def where_sparse(c: SparseTensor, a: SparseTensor, b: SparseTensor) -> SparseTensor:
     cdt = compute_dtype("where", a.dtype, b.dtype)
-    return elementwise([c, a, b], torch.where, [torch.bool, cdt, cdt])
+    return elementwise([c, a, b], torch.where, [torch.bool, cdt, cdt], _where_kernel)
