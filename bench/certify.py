@@ -25,23 +25,13 @@ import sys
 import time
 from pathlib import Path
 
+from cfruntime.properties.paper_eps import PAPER_EPSILON, dataset_csv
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 MODES = {"CF": (True, True), "CF-S": (False, True), "CF-R": (True, False), "CF-R-S": (False, False)}
 
-# The paper's epsilons (appendix table): MNIST standard FCN 0.004/0.005, PGD 0.005, ConvSmall DiffAI 0.1,
-# CIFAR standard 4e-5, PGD 5e-4, ConvBig DiffAI 0.002.
-EPS = {
-    "mnist_relu_3_50": 0.004, "mnist_relu_3_100": 0.004, "mnist_relu_5_100": 0.004, "mnist_relu_6_100": 0.004,
-    "mnist_relu_6_200": 0.004, "mnist_relu_9_200": 0.004, "mnist_relu_6_500": 0.004, "mnist_relu_6_500_pgd": 0.005,
-    "mnist_relu_4_1024": 0.004, "mnist_convSmallRELU__Point": 0.004, "mnist_convSmallRELU__PGDK": 0.005,
-    "mnist_convSmallRELU__DiffAI": 0.1, "mnist_convMedRELU": 0.004, "mnist_convBigRELU": 0.2,
-    "mnist_ffnnSIGMOID__Point_6x200": 0.004, "mnist_nln_logsig_200_50": 0.004, "mnist_nln_logsig_200_100_50": 0.004,
-    "mnist_nln_tansig_200_50": 0.004, "cifar_relu_4_100": 4e-5, "cifar_relu_6_100": 4e-5,
-    "cifar_relu_4_100.nchwfix": 4e-5, "cifar_relu_6_100.nchwfix": 4e-5, "cifar_relu_6_500": 4e-5,
-    "cifar_relu_7_1024": 4e-5, "cifar10_convSmallRELU__Point": 4e-5, "cifar10_convSmallRELU__PGDK": 5e-4,
-    "cifar10_convMedRELU": 5e-4, "cifar10_convBigRELU": 0.002,
-}
+EPS = PAPER_EPSILON  # the paper's epsilons (cfruntime.properties.paper_eps)
 DEFAULT_CERTIFIERS = "ibp,crown_ibp,deepz,deeppoly,reusecert,polyzono,zid,skippoly"
 DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_relu_6_500_pgd,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
 
@@ -51,7 +41,8 @@ from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_f
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network import load_onnx
 from cfruntime.properties import load_eran_csv, robustness_property, load_manifest
-cert_name, net_path, data, eps, n, batch, sparse, rewrite = sys.argv[1:9]
+cert_name, net_path, data, eps, n, batch, sparse, rewrite, dtype = sys.argv[1:10]
+dtype = getattr(torch, dtype)
 n, batch, eps = int(n), int(batch), float(eps)
 sparse, rewrite = sparse == "1", rewrite == "1"
 entry = next((e for e in load_manifest() if str(e.path).endswith(net_path.split("/")[-1])), None)
@@ -64,7 +55,7 @@ pred = net.forward(prop.x.double()).argmax(1)
 certified, t0 = 0, time.perf_counter()
 for s in range(0, n, batch):
     sl = slice(s, min(n, s + batch))
-    res = run_certifier(cert, net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl], sparse=sparse)
+    res = run_certifier(cert, net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl], sparse=sparse, dtype=dtype)
     own = torch.nn.functional.one_hot(prop.labels[sl], prop.C.shape[1]).bool()
     ok = ((res.lower > 0) | own).all(1) & (pred[sl] == prop.labels[sl])
     certified += int(ok.sum())
@@ -74,19 +65,15 @@ print(json.dumps({"certified": certified, "correct": int((pred == prop.labels).s
 """
 
 
-def dataset_of(net: str) -> str:
-    return "cifar10_test.csv" if net.startswith("cifar") else "mnist_test.csv"
-
-
 def is_conv(net: str) -> bool:
     return "conv" in net.lower()
 
 
-def run_one(cert: str, net: str, mode: str, n: int, timeout: float) -> dict:
+def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str = "float64") -> dict:
     sparse, rewrite = MODES[mode]
     batch = 10 if is_conv(net) else 100
-    args = [sys.executable, "-c", CHILD, cert, str(SHARED / "nets" / f"{net}.onnx"), str(SHARED / "data" / dataset_of(net)),
-            str(EPS[net]), str(n), str(batch), str(int(sparse)), str(int(rewrite))]
+    args = [sys.executable, "-c", CHILD, cert, str(SHARED / "nets" / f"{net}.onnx"), str(SHARED / "data" / dataset_csv(net)),
+            str(EPS[net]), str(n), str(batch), str(int(sparse)), str(int(rewrite)), dtype]
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:
@@ -118,6 +105,8 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=100, help="images per network (default 100)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run (default 300)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "certify.json"))
+    ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                    help="analysis precision (auto_LiRPA and ERAN's GPU paths use float32)")
     ap.add_argument("--no-compile-times", action="store_true")
     args = ap.parse_args()
     if not SHARED.is_dir():
@@ -126,7 +115,7 @@ def main() -> int:
     nets = list(EPS) if args.nets == "all" else args.nets.split(",")
     modes = list(MODES) if args.modes == "all" else args.modes.split(",")
     certs = args.certifiers.split(",")
-    results = {"n": args.n, "timeout_s": args.timeout, "runs": [], "compile_s": {}}
+    results = {"n": args.n, "timeout_s": args.timeout, "dtype": args.dtype, "runs": [], "compile_s": {}}
     if not args.no_compile_times:
         results["compile_s"] = compile_times()
         print("compile time (uncached, default pipeline):")
@@ -136,7 +125,7 @@ def main() -> int:
     for net in nets:
         for cert in certs:
             for mode in modes:
-                r = run_one(cert, net, mode, args.n, args.timeout)
+                r = run_one(cert, net, mode, args.n, args.timeout, args.dtype)
                 r.update(certifier=cert, network=net, mode=mode, eps=EPS[net])
                 results["runs"].append(r)
                 if r["status"] == "ok":

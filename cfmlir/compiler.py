@@ -4,7 +4,7 @@
 the pass pipeline (``--shape-analysis`` and the rewrites, see :mod:`cfmlir.passes.pipeline`) and the
 Python emission, and returns a loaded :class:`~cfruntime.flow.engine.CompiledCertifier`.  Emitted
 modules are cached under ``$CFMLIR_CACHE_DIR`` (default ``~/.cache/cfmlir``) by the hash of the source,
-the pipeline and the compiler version.
+the pipeline and the compiler itself (:func:`compiler_fingerprint`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,30 @@ from cfmlir.diagnostics import CfError, Loc
 from cfmlir.passes.pipeline import DEFAULT_PIPELINE, NO_REWRITE_PIPELINE, run_pipeline
 
 COMPILER_VERSION = "0.1.0"
+
+
+def compiler_fingerprint() -> str:
+    """A hash of the compiler's own code (frontend, dialects, passes) and version: part of the cache
+    key, so an edited compiler never reuses modules emitted by an older one."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import cfmlir
+        import cfmlir.dialects
+        import cfmlir.passes
+
+        h = hashlib.sha256(COMPILER_VERSION.encode())
+        for pkg in (cfmlir, cfmlir.dialects, cfmlir.passes):
+            root = Path(pkg.__file__).parent
+            files = sorted(root.rglob("*.py")) if pkg is not cfmlir else sorted(
+                p for p in root.rglob("*.py") if "certifiers" not in p.parts)
+            for f in files:
+                h.update(str(f.relative_to(root)).encode())
+                h.update(f.read_bytes())
+        _FINGERPRINT = h.hexdigest()[:16]
+    return _FINGERPRINT
+
+
+_FINGERPRINT: str | None = None
 
 
 def cache_dir() -> Path:
@@ -56,7 +80,7 @@ def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache
     """Compile (or fetch from the cache) and load a certifier."""
     from cfruntime.flow.engine import CompiledCertifier
 
-    key = hashlib.sha256("\0".join((COMPILER_VERSION, ",".join(pipeline), text)).encode()).hexdigest()[:32]
+    key = hashlib.sha256("\0".join((compiler_fingerprint(), ",".join(pipeline), text)).encode()).hexdigest()[:32]
     name = Path(file).stem
     path = cache_dir() / f"{name}-{key}.py"
     source = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 from cfmlir.dialects import cftensor as ct
 
@@ -129,7 +130,7 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     lines = [HEADER.format(source=source, digest=digest, pipeline=pipeline).rstrip(), ""]
     flow = next((o for o in module.ops if isinstance(o, ct.FlowOp)), None)
     if flow is None:
-        raise ValueError("emit_python needs a module produced by --shape-analysis (no cftensor.flow)")
+        raise DiagnosticException("-t python needs a lifted module: run --shape-analysis first (no cftensor.flow)")
     rules: list[tuple[str, str]] = []
     noise: dict[str, int] = {}
     for op in module.ops:

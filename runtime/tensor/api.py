@@ -112,7 +112,7 @@ def _block_of_view(x: torch.Tensor):
 def _sparse_args(*args):
     dev = _device_of(args)
     sp = [_as_sparse(a, args, dev) for a in args]
-    shape = tuple(torch.broadcast_shapes(*[s.shape for s in sp]))
+    shape = _sh.broadcast_shape(*[s.shape for s in sp])
     return [_sh.broadcast_to(s, shape) for s in sp]
 
 

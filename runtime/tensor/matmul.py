@@ -53,7 +53,7 @@ from .block_repeat import RepeatBlock, make_bcast_block
 from .conv_utils import fold_patches, unfold_image
 from .elementwise import generic_region
 from .overlap import intersect, plan_regions, region_of, relative, shape_of, start_of
-from .shape_ops import broadcast_to
+from .shape_ops import broadcast_shape, broadcast_to
 from .sparse_tensor import SparseTensor
 
 
@@ -226,7 +226,7 @@ def matmul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
         raise ValueError(f"inner: shapes {a.shape} and {b.shape} do not contract")
     # finiteness is checked before broadcasting (broadcast blocks can be far larger than their cores)
     finite = all(blk.all_finite() for _, blk in a.blocks) and all(blk.all_finite() for _, blk in b.blocks)
-    lead = tuple(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]))
+    lead = broadcast_shape(a.shape[:-2], b.shape[:-2])
     a = broadcast_to(a, lead + a.shape[-2:])
     b = broadcast_to(b, lead + b.shape[-2:])
     m, k = a.shape[-2:]

@@ -28,6 +28,21 @@ from .overlap import contains, intersect, plan_regions, region_of, relative, sha
 from .sparse_tensor import SparseTensor
 
 
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """NumPy/torch broadcasting of shapes (``torch.broadcast_shapes`` without its slow first call,
+    which imports sympy)."""
+    rank = max((len(s) for s in shapes), default=0)
+    out = [1] * rank
+    for s in shapes:
+        for i, n in enumerate(s, rank - len(s)):
+            n = int(n)
+            if n != 1:
+                if out[i] not in (1, n):
+                    raise RuntimeError(f"shapes {[tuple(x) for x in shapes]} are not broadcastable")
+                out[i] = n
+    return tuple(out)
+
+
 def _norm(dim: int, ndim: int) -> int:
     if not -ndim <= dim < max(ndim, 1):
         raise IndexError(f"dim {dim} out of range for rank {ndim}")

@@ -30,14 +30,14 @@ def unary_sparse(a: SparseTensor, op: str) -> SparseTensor:
 
 def _where_kernel(parts, bgs, out_bg, shape):
     """Regions where the condition holds one value (its background, or a block that is all true or
-    all false) take one branch as it is; regions
-    where both branches hold the same background need not read the condition:
+    all false) take one branch as it is; regions where both branches hold the same background need
+    not read the condition:
 
     * no block of either branch -> ``where(c, v, v) = v`` (skipped when ``v`` is the result
       background);
-    * one branch is a diagonal block ``D`` whose holes equal the other branch's background ``v``
+    * each branch is its background ``v`` or a diagonal block (one geometry; holes hold ``v``)
       -> the off-diagonal result is ``v`` whatever ``c`` is, so the result stays diagonal:
-      ``where(c, D, v) -> diag(where(diag(c), core(D), v))`` in O(n).
+      ``where(c, D1, D2) -> diag(where(diag(c), core(D1), core(D2)))`` in O(n).
     """
     c, a, b = parts
     va, vb = bgs[1], bgs[2]
@@ -46,19 +46,20 @@ def _where_kernel(parts, bgs, out_bg, shape):
         taken, v = (a, va) if uniform else (b, vb)
         if taken is None:
             return SKIP if same_value(v.item(), out_bg) else None
+        if getattr(taken, "has_holes", False) and not same_value(v.item(), out_bg):
+            return None  # its holes hold v, but the result's hold out_bg
         return taken
     if not same_value(va.item(), vb.item()):
         return None
     if a is None and b is None:
         return SKIP if same_value(va.item(), out_bg) else None
-    if (a is None) == (b is None) or not same_value(va.item(), out_bg):
+    diags = [p for p in (a, b) if p is not None]
+    if not same_value(va.item(), out_bg) or not isinstance(c, RepeatBlock) or \
+            not all(isinstance(p, DiagonalBlock) and p.delta == diags[0].delta and p.shape == diags[0].shape for p in diags):
         return None
-    d, di = (a, 1) if b is None else (b, 2)
-    if not isinstance(d, DiagonalBlock) or not (c is None or isinstance(c, RepeatBlock)):
-        return None
-    cond = diagonal_of(c.expanded(), d.delta)
-    core = torch.where(cond, d.core, vb) if di == 1 else torch.where(cond, va, d.core)
-    return DiagonalBlock(core, d.delta)
+    cond = diagonal_of(c.expanded(), diags[0].delta)
+    core = torch.where(cond, va if a is None else a.core, vb if b is None else b.core)
+    return DiagonalBlock(core, diags[0].delta)
 
 
 def _uniform_condition(c) -> bool | None:
