@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from cfruntime.properties.paper_eps import PAPER_EPSILON, dataset_csv
+from cfruntime.properties.paper_eps import PAPER_EPSILON
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -39,18 +39,13 @@ CHILD = r"""
 import json, resource, sys, time, torch
 from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
 from cfruntime.flow.engine import run_certifier
-from cfruntime.network import load_onnx
-from cfruntime.properties import load_eran_csv, robustness_property, load_manifest
-cert_name, net_path, data, eps, n, batch, sparse, rewrite, dtype = sys.argv[1:10]
+from cfruntime.properties import load_paper_problem
+cert_name, net_name, n, batch, sparse, rewrite, dtype = sys.argv[1:8]
 dtype = getattr(torch, dtype)
-n, batch, eps = int(n), int(batch), float(eps)
+n, batch = int(n), int(batch)
 sparse, rewrite = sparse == "1", rewrite == "1"
-entry = next((e for e in load_manifest() if str(e.path).endswith(net_path.split("/")[-1])), None)
-kw = entry.load_kwargs(entry.default_semantics()) if entry else {}
-conv = entry.convention(entry.default_semantics()) if entry else "std"
 cert = compile_certifier(*load_certifier_source(cert_name), pipeline_for(rewrite))
-net = load_onnx(net_path, **kw)
-prop = robustness_property(load_eran_csv(data, stop=n), eps, conv, net.input_shape, num_classes=net.output_size)
+net, prop = load_paper_problem(net_name, n)
 pred = net.forward(prop.x.double()).argmax(1)
 certified, t0 = 0, time.perf_counter()
 for s in range(0, n, batch):
@@ -72,8 +67,7 @@ def is_conv(net: str) -> bool:
 def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str = "float64") -> dict:
     sparse, rewrite = MODES[mode]
     batch = 10 if is_conv(net) else 100
-    args = [sys.executable, "-c", CHILD, cert, str(SHARED / "nets" / f"{net}.onnx"), str(SHARED / "data" / dataset_csv(net)),
-            str(EPS[net]), str(n), str(batch), str(int(sparse)), str(int(rewrite)), dtype]
+    args = [sys.executable, "-c", CHILD, cert, net, str(n), str(batch), str(int(sparse)), str(int(rewrite)), dtype]
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:

@@ -15,7 +15,6 @@ import argparse
 import collections
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -24,10 +23,7 @@ from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_f
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt_ops
 from cfruntime.flow.values import Affine
-from cfruntime.network import load_onnx
-from cfruntime.properties import PAPER_EPSILON, dataset_csv, load_eran_csv, load_manifest, robustness_property
-
-SHARED = Path(__file__).resolve().parent.parent.parent / "shared"
+from cfruntime.properties import load_paper_problem
 
 
 def describe(x) -> str:
@@ -77,14 +73,11 @@ def main() -> int:
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--slow", type=float, default=None, metavar="MS")
     args = ap.parse_args()
-    entry = next((e for e in load_manifest() if e.path.stem == args.net), None)
-    if entry is None:
-        print(f"error: no shared network '{args.net}'", file=sys.stderr)
+    try:
+        net, prop = load_paper_problem(args.net, args.n)
+    except (FileNotFoundError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
-    sem = entry.default_semantics()
-    net = load_onnx(entry.path, **entry.load_kwargs(sem))
-    prop = robustness_property(load_eran_csv(SHARED / "data" / dataset_csv(args.net), stop=args.n),
-                               PAPER_EPSILON[args.net], entry.convention(sem), net.input_shape, num_classes=net.output_size)
     cert = compile_certifier(*load_certifier_source(args.certifier), pipeline_for(True))
     timed = TimedRuntime(args.slow)
     engine.rt = timed

@@ -557,9 +557,7 @@ class RuleLifter:
         outer = self.block
 
         # before: [any(active), e, active, min priority]
-        before = Block(arg_types=[loop_t])
-        self.block = before
-        cur = Val(before.args[0], sem.POLYEXP)
+        before, cur = self.open_loop_block(loop_t)
         n, c, _k, dim = self.map_inputs(cur)
         with self.in_map(dim):
             active, _p = self.active_and_priority(n, c, prio, stop, dim)
@@ -567,9 +565,7 @@ class RuleLifter:
         self.emit(ct.ReturnOp([cond.v, cur.v]))
 
         # after: replace the selected neurons
-        after = Block(arg_types=[loop_t])
-        self.block = after
-        cur = Val(after.args[0], sem.POLYEXP)
+        after, cur = self.open_loop_block(loop_t)
         n, c, k, dim = self.map_inputs(cur)
         with self.in_map(dim):
             active, p = self.active_and_priority(n, c, prio, stop, dim)
@@ -596,6 +592,12 @@ class RuleLifter:
         self.block = outer
         loop = ct.WhileOp([e.v], [loop_t], Region(before), Region(after))
         return Val(self.emit(loop), sem.POLYEXP)
+
+    def open_loop_block(self, loop_t) -> tuple[Block, Val]:
+        """A new loop region block with the loop-carried PolyExp as its argument; emission goes there."""
+        block = Block(arg_types=[loop_t])
+        self.block = block
+        return block, Val(block.args[0], sem.POLYEXP)
 
     def active_and_priority(self, n: Val, c: Val, prio: Closure, stop: Closure, dim: Size) -> tuple[Val, Val]:
         stopped = self.call_in_map(stop, n, c, dim)

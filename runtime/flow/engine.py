@@ -68,9 +68,10 @@ def _weights(rep: Representation):
     def get(layer):
         if layer.index in cache:
             return cache[layer.index]
-        if rep.sparse and layer.linear_kind == "conv" and rep.conv_block_fits(layer.conv):
-            cache[layer.index] = rep.conv_weight(layer.conv)  # a convolution block, never unrolled
-            return cache[layer.index]
+        conv = rep.conv_weight(layer.conv) if rep.sparse and layer.linear_kind == "conv" else None
+        if conv is not None:  # a convolution block, never unrolled
+            cache[layer.index] = conv
+            return conv
         if getattr(layer, "batched", False):
             w = layer.weight.to(rep.dtype)  # [B, size, pred]
         else:

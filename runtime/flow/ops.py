@@ -17,7 +17,7 @@ import torch
 
 from cfruntime import tensor as gb
 from cfruntime.flow.values import Affine, Neurons
-from cfruntime.tensor import ConstantBlock, DenseBlock, RepeatBlock
+from cfruntime.tensor import RepeatBlock
 
 #: Safety net for traverse loops: no certifier should need more iterations than this.
 MAX_LOOP_ITERATIONS = 100_000
@@ -79,12 +79,12 @@ def _is_bool(x) -> bool:
 
 def prune(x):
     """A g-BSCR tensor without the blocks that hold only zeros when zero is its background (dense,
-    repeat and constant blocks are checked; other kinds are kept)."""
+    repeat and constant blocks -- all repeat-like -- are checked; other kinds are kept)."""
     if not gb.is_sparse(x) or not x.blocks:
         return x
     keep = []
     for start, block in x.blocks:
-        if type(block) in (RepeatBlock, DenseBlock, ConstantBlock) and x.background == 0 and not bool(block.core.any()):
+        if isinstance(block, RepeatBlock) and x.background == 0 and not bool(block.core.any()):
             continue
         keep.append((start, block))
     return x if len(keep) == len(x.blocks) else x.with_blocks(keep)

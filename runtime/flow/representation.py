@@ -75,22 +75,18 @@ class Representation:
             blocks.append((tuple(start), ConstantBlock.of(v, shape, self.dtype, self.device)))
         return SparseTensor(n.shape, 0.0, blocks, dtype=self.dtype, device=self.device)
 
-    @staticmethod
-    def conv_block_fits(conv) -> bool:
-        """Whether a convolution (a :class:`~cfruntime.network.graph.ConvSpec`) is a g-BSCR
-        convolution block: symmetric padding, no dilation, and the block's geometry reproduces the
-        layer's output size (other convolutions use their unrolled matrix)."""
+    def conv_weight(self, conv):
+        """The ``[1, out, in]`` weight matrix of a convolution (a
+        :class:`~cfruntime.network.graph.ConvSpec`) as one convolution block, or ``None`` when the
+        convolution is not one (asymmetric padding, dilation, a geometry that does not reproduce the
+        layer's output size): such layers use their unrolled matrix."""
         t, l, b, r = conv.padding
         if (t, l) != (b, r) or tuple(conv.dilation) != (1, 1):
-            return False
-        block = ConvBlock(conv.kernel, conv.in_shape[1:], conv.stride, (t, l), lead=(1,))
-        return block.out_chw == tuple(conv.out_shape)
-
-    def conv_weight(self, conv):
-        """The ``[1, out, in]`` weight matrix of a convolution as one convolution block."""
-        t, l, _, _ = conv.padding
+            return None
         kernel = conv.kernel.to(self.dtype).to(self.device)
         block = ConvBlock(kernel, conv.in_shape[1:], conv.stride, (t, l), lead=(1,))
+        if block.out_chw != tuple(conv.out_shape):
+            return None
         return SparseTensor(block.shape, 0.0, [((0, 0, 0), block)], dtype=self.dtype, device=self.device)
 
     def cat(self, parts, dim: int):

@@ -44,7 +44,6 @@ import torch
 
 from . import shape_ops as _sh
 from .binary import binary_sparse
-from .block_dense import DenseBlock
 from .block_repeat import make_bcast_block
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
@@ -100,8 +99,6 @@ def _as_sparse(x, others, device) -> SparseTensor:
 def _block_of_view(x: torch.Tensor):
     """A dense torch tensor as one block; a broadcast view (stride 0 along some dimensions, as
     ``expand`` makes) becomes a repeat/constant block over its stored core, never a copy."""
-    if builtins.all(st != 0 or n == 1 for st, n in zip(x.stride(), x.shape)):
-        return DenseBlock(x)
     core = x
     for d, (st, n) in enumerate(zip(x.stride(), x.shape)):
         if st == 0 and n > 1:

@@ -176,12 +176,7 @@ def slice_range(a: SparseTensor, dim: int, start: int, stop: int) -> SparseTenso
     full = tuple((0, n) for n in a.shape)
     window = full[:dim] + ((start, stop),) + full[dim + 1:]
     blocks = []
-    for s, b in a.blocks:
-        r = region_of(s, b.shape)
-        inter = intersect(r, window)
-        if inter is None:
-            continue
-        sub = b.restrict(relative(inter, r), a.background).inherit_flags(b)
+    for inter, sub in a.blocks_within(window):
         ns = list(start_of(inter))
         ns[dim] -= start
         blocks.append((ns, sub))

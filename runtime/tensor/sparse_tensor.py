@@ -100,16 +100,19 @@ class SparseTensor:
             b.write_into(view, self.background)
         return out
 
+    def blocks_within(self, region: Region):
+        """``(intersection, block restricted to it)`` for every block meeting ``region``."""
+        for s, b in self.blocks:
+            reg = region_of(s, b.shape)
+            inter = intersect(reg, region)
+            if inter is not None:
+                yield inter, b.restrict(relative(inter, reg), self.background).inherit_flags(b)
+
     def materialize(self, region: Region) -> torch.Tensor:
         """Dense values of the sub-region ``region`` (list of (lo, hi))."""
         out = torch.full(tuple(hi - lo for lo, hi in region), self.background,
                          dtype=self.dtype, device=self.device)
-        for s, b in self.blocks:
-            reg = region_of(s, b.shape)
-            inter = intersect(reg, region)
-            if inter is None:
-                continue
-            sub = b.restrict(relative(inter, reg), self.background).inherit_flags(b)
+        for inter, sub in self.blocks_within(region):
             view = out[tuple(slice(lo, hi) for lo, hi in relative(inter, region))]
             sub.write_into(view, self.background)
         return out

@@ -13,8 +13,7 @@ import torch
 from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
-from cfruntime.network import load_onnx
-from cfruntime.properties import PAPER_EPSILON, dataset_csv, load_eran_csv, load_manifest, robustness_property, shared_dir
+from cfruntime.properties import PAPER_EPSILON, load_paper_problem, shared_dir
 from cfruntime.soundness import check_bounds
 
 SHARED = shared_dir()
@@ -27,12 +26,7 @@ NETS = sorted(n for n in PAPER_EPSILON if "conv" not in n or "convSmall" in n)
 def problem(net_name: str):
     if SHARED is None:
         pytest.skip("../shared (networks and data) not available")
-    entry = next(e for e in load_manifest() if e.path.stem == net_name)
-    sem = entry.default_semantics()
-    net = load_onnx(entry.path, **entry.load_kwargs(sem))
-    prop = robustness_property(load_eran_csv(SHARED / "data" / dataset_csv(net_name), stop=10), PAPER_EPSILON[net_name],
-                               entry.convention(sem), net.input_shape, num_classes=net.output_size)
-    return net, prop
+    return load_paper_problem(net_name, 10, SHARED)
 
 
 def test_the_set_is_the_evaluations():
