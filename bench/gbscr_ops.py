@@ -6,10 +6,12 @@ Builds the tensors DeepPoly creates on
     conv(32,4x4,s2)-> 32x5x5 -relu- fc100 -relu- fc10,
 with batch 100 and 10.  All neurons live in one global index of size N_total;
 a coefficient tensor is [batch, curr, N_total] with one non-zero block (the
-layer being back-substituted through).  One step is
-``inner(coef, bound)`` where the bound matrix holds the layer's weight (dense
-block or conv block, shared by the batch) or the ReLU slopes (diagonal block
-[batch, n]).
+layer being back-substituted through), of the kind the compiled DeepPoly holds
+there: dense for the rows of fully-connected layers, a convolution block (the
+conv weight) or a patches block (conv weight times ReLU slopes) for the rows of
+conv layers.  One step is ``inner(coef, bound)`` where the bound matrix holds
+the layer's weight (dense block or conv block, shared by the batch) or the ReLU
+slopes (diagonal block [batch, n]).
 
 Measured side by side in one run (CPU, torch threads as configured):
   * time: median wall-clock of the step (conversions excluded);
@@ -103,16 +105,31 @@ def offsets(layers):
 
 
 # ------------------------------------------------------------------ one step
-def build_step(layers, idx, batch, g):
-    """coef over layer idx's neurons (curr = neurons of layer idx+1), bound rows of layer idx."""
+def build_step(layers, idx, batch, g, curr=None, coef_kind="dense"):
+    """coef over layer idx's neurons, bound rows of layer idx.
+
+    ``curr`` is the number of rows being back-substituted (default: the next layer's size);
+    ``coef_kind`` the block DeepPoly's compiled engine holds for them at this step:
+    ``dense`` (rows of a fully-connected layer), ``conv`` (the rows of the conv layer right after
+    layer idx: its weight as a convolution block) or ``patches`` (those rows one ReLU further back:
+    the conv weight times the ReLU slopes, one kernel per output position)."""
     offs, N = offsets(layers)
     name, kind, n, extra = layers[idx]
     prev_name = layers[idx - 1][0]
     o_cur, _ = offs[name]
     o_prev, n_prev = offs[prev_name]
-    curr = layers[idx + 1][2] if idx + 1 < len(layers) else n
-    core = torch.randn(batch, curr, n, generator=g)
-    coef = SparseTensor((batch, curr, N), 0.0, [((0, 0, o_cur), DenseBlock(core))])
+    if curr is None:
+        curr = layers[idx + 1][2] if idx + 1 < len(layers) else n
+    if coef_kind == "dense":
+        coef_block = DenseBlock(torch.randn(batch, curr, n, generator=g))
+    else:
+        nxt = next(e for _, k, _, e in layers[idx + 1:] if k == "conv")  # the conv layer whose rows these are
+        w = torch.randn(nxt["co"], nxt["ci"], nxt["k"], nxt["k"], generator=g)
+        coef_block = ConvBlock(w, nxt["hw"], nxt["s"], nxt["p"], lead=(batch,))
+        if coef_kind == "patches":
+            coef_block = coef_block.scale_cols(torch.rand(batch, n, generator=g))
+        assert coef_block.shape == (batch, curr, n), (coef_block.shape, curr, n)
+    coef = SparseTensor((batch, curr, N), 0.0, [((0, 0, o_cur), coef_block)])
     if kind == "affine":
         w = torch.randn(n, n_prev, generator=g) / math.sqrt(n_prev)
         bound = SparseTensor((N, N), 0.0, [((o_cur, o_prev), DenseBlock(w))])
@@ -122,7 +139,8 @@ def build_step(layers, idx, batch, g):
     else:
         lam = torch.rand(batch, n, generator=g)
         bound = SparseTensor((batch, N, N), 0.0, [((0, o_cur, o_prev), DiagonalBlock(lam, 1))])
-    return coef, bound, dict(layer=name, kind=kind, N=N, curr=curr, n=n, n_prev=n_prev, o_cur=o_cur, o_prev=o_prev)
+    return coef, bound, dict(layer=name, kind=kind, coef=coef_kind, N=N, curr=curr, n=n, n_prev=n_prev,
+                             o_cur=o_cur, o_prev=o_prev)
 
 
 def run_step(coef, bound, info, batch, args):
@@ -218,20 +236,29 @@ def main(argv=None):
     warnings.filterwarnings("ignore", message="Sparse invariant checks")
     g = torch.Generator().manual_seed(0)
     nets = {"mlp_5x500": mlp_layers(), "convsmall": convsmall_layers()}
-    # the steps DeepPoly spends its time in: through an affine/conv layer and a ReLU
-    steps = {"mlp_5x500": ["fc3", "relu2", "fc2"], "convsmall": ["conv2", "relu1", "conv1", "fc1"]}
+    # the steps DeepPoly spends its time in: through an affine/conv layer and a ReLU, as
+    # (layer stepped through, rows back-substituted or None for the next layer's, coefficient block kind)
+    steps = {
+        "mlp_5x500": [("fc3", None, "dense"), ("relu2", None, "dense"), ("fc2", None, "dense")],
+        "convsmall": [
+            ("conv2", 100, "dense"),     # fc1's rows through conv2 (dense rows: dense @ conv)
+            ("relu1", 800, "conv"),      # conv2's rows (its weight) through relu1 -> patches
+            ("conv1", 800, "patches"),   # conv2's rows through conv1 -> patches, composed kernels
+            ("fc1", None, "dense"),
+        ],
+    }
     results = []
     for net, layers in nets.items():
         names = [l[0] for l in layers]
         for batch in args.batches:
-            for lname in steps[net]:
+            for lname, curr, coef_kind in steps[net]:
                 idx = names.index(lname)
-                coef, bound, info = build_step(layers, idx, batch, g)
+                coef, bound, info = build_step(layers, idx, batch, g, curr, coef_kind)
                 r = run_step(coef, bound, info, batch, args)
                 r.update(net=net, batch=batch)
                 results.append(r)
-                print(f"done {net} b={batch} {lname}", file=sys.stderr, flush=True)
-    hdr = (f"{'net':10} {'batch':>5} {'step':7} {'kind':6} | {'gbscr ms':>9} {'dense ms':>9} {'coo ms':>9} "
+                print(f"done {net} b={batch} {lname} ({coef_kind} coefficients)", file=sys.stderr, flush=True)
+    hdr = (f"{'net':10} {'batch':>5} {'step':7} {'kind':6} {'coef':7} | {'gbscr ms':>9} {'dense ms':>9} {'coo ms':>9} "
            f"{'csr ms':>9} | {'gbscr MiB':>9} {'dense MiB':>9} {'coo MiB':>9} {'csr MiB':>9} | "
            f"{'mem d/g':>8} {'t d/g':>7} {'t coo/g':>7} {'t csr/g':>7}  note")
     lines = [hdr, "-" * len(hdr)]
@@ -242,7 +269,7 @@ def main(argv=None):
         for k in ("dense_s", "sparse_coo_s", "sparse_csr_s"):
             r[f"speedup_vs_{k[:-2]}"] = None if r.get(k) is None else r[k] / r["gbscr_s"]
         lines.append(
-            f"{r['net']:10} {r['batch']:5d} {r['layer']:7} {r['kind']:6} | {fmt_t(r['gbscr_s'])} {fmt_t(r.get('dense_s'))} "
+            f"{r['net']:10} {r['batch']:5d} {r['layer']:7} {r['kind']:6} {r['coef']:7} | {fmt_t(r['gbscr_s'])} {fmt_t(r.get('dense_s'))} "
             f"{fmt_t(r.get('sparse_coo_s'))} {fmt_t(r.get('sparse_csr_s'))} | {fmt_b(r['gbscr_bytes'])} "
             f"{fmt_b(r['dense_bytes'])} {fmt_b(r['sparse_coo_bytes'])} {fmt_b(r['sparse_csr_bytes'])} | "
             f"{r['mem_ratio_dense_over_gbscr']:8.1f} {ratio('dense_s')} {ratio('sparse_coo_s')} {ratio('sparse_csr_s')}  "

@@ -383,6 +383,28 @@ class InnerOp(_DimSyntax, IRDLOperation):
         super().__init__(operands=[lhs, rhs], properties={"dim": IntAttr(dim)}, result_types=[type])
 
 
+@irdl_op_definition
+class SplitInnerOp(_DimSyntax, IRDLOperation):
+    """The sign-split inner product of back-substitution: ``inner(clamp(x, min=0), pos, dim) +
+    inner(clamp(x, max=0), neg, dim)`` -- positive coefficients meet one bound, negative ones the
+    other.  Where ``pos`` and ``neg`` hold the same values (an affine layer's lower and upper
+    polyhedra are one expression) the runtime computes ``inner(x, pos)`` once, without the clamps.
+
+    ``%r = cftensor.split_inner %c, %l, %u[2] : (!cftensor.t<R, [batch, curr, poly, 1], [1, 1, 1, 1]>, !cftensor.t<R, [batch, 1, poly, poly], [1, curr, 1, 1]>, !cftensor.t<R, [batch, 1, poly, poly], [1, curr, 1, 1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>``
+    """
+
+    name = "cftensor.split_inner"
+    input = operand_def(TensorType)
+    pos = operand_def(TensorType)
+    neg = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, pos: SSAValue, neg: SSAValue, dim: int, type: TensorType):
+        super().__init__(operands=[input, pos, neg], properties={"dim": IntAttr(dim)}, result_types=[type])
+
+
 def _dim_op(op_name: str, doc: str, with_size: bool = False):
     """Define a one-operand op with an integer ``dim`` (and optionally a symbolic ``size``)."""
 
@@ -547,7 +569,7 @@ MergeTopOp = _simple_op("cftensor.merge_top", """Fold the top stack element into
 
     ``%k = cftensor.merge_top %c : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>``
     """)
-AnyOp = _simple_op("cftensor.any", """Whether any element of a Bool tensor is true (the condition of a while loop).
+AnyOp = _simple_op("cftensor.any", """Whether any element of a tensor is true, or non-zero for numbers (the condition of a while loop).
 
     ``%b = cftensor.any %active : (!cftensor.t<B, [poly], [1] :: B, [batch, curr], [1, 1]>) -> !cftensor.t<B, [1], [1]>``
     """)
@@ -654,7 +676,7 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp,
         RuleOp, ReturnOp, WhileOp, FlowOp,
     ],
     [TensorType],

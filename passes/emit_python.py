@@ -61,6 +61,8 @@ def _emit_op(op: Operation, name: _Namer, lines: list[str], indent: str) -> None
         out(f"rt.clamp({args[0]}, {lo!r}, {hi!r})")
     elif isinstance(op, ct.InnerOp):
         out(f"rt.inner({args[0]}, {args[1]}, {op.dim.data})")
+    elif isinstance(op, ct.SplitInnerOp):
+        out(f"rt.split_inner({args[0]}, {args[1]}, {args[2]}, {op.dim.data})")
     elif isinstance(op, ct.AddDimOp):
         out(f"rt.add_dim({args[0]}, {op.dim.data})")
     elif isinstance(op, ct.RemoveDimOp):

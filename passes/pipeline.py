@@ -23,9 +23,12 @@ from cfmlir.passes.rewrite_broadcast_hoist import HoistBroadcast
 from cfmlir.passes.rewrite_clamp import ClampRewrite
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
+from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
 from cfmlir.passes.rewrite_matmul import MatmulRewrite
 from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
+from cfmlir.passes.rewrite_nonzero_mask import NonzeroAny, NonzeroMask
 from cfmlir.passes.rewrite_reduce_distribute import DistributeReduce
+from cfmlir.passes.rewrite_split_inner import SplitInner
 from cfmlir.passes.rewrite_ternary_to_arith import TernaryToArith
 from cfmlir.passes.shape_analysis import ShapeAnalysisPass
 
@@ -56,11 +59,14 @@ PASSES: dict[str, type[ModulePass]] = {
     "ternary-to-arith": _rewrite("ternary-to-arith", TernaryToArith, HoistBroadcast),
     "clamp-rewrite": _rewrite("clamp-rewrite", ClampRewrite, HoistBroadcast),
     "matmul-rewrite": _rewrite("matmul-rewrite", MatmulRewrite, DistributeReduce, AssociateProducts, HoistBroadcast, FoldParts),
+    "guarded-compare": _rewrite("guarded-compare", GuardedCompare),
+    "nonzero-mask": _rewrite("nonzero-mask", NonzeroMask, NonzeroAny),
+    "split-inner": _rewrite("split-inner", SplitInner),
     "fold-parts": _rewrite("fold-parts", FoldParts),
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(
         "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
-        DistributeReduce, MatmulRewrite, doc="All domain rewrites together, to a fixpoint.",
+        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, doc="All domain rewrites together, to a fixpoint.",
     ),
     "cse": CommonSubexpressionElimination,
     "dce": DeadCodeElimination,

@@ -12,6 +12,7 @@ last layer (the robustness margins, when the network carries them) are the resul
 
 from __future__ import annotations
 
+import contextlib
 import types
 from dataclasses import dataclass
 
@@ -87,9 +88,22 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
-    as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels."""
-    with gb.absent_zero_semantics():
+    as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels.
+    TensorFloat-32 is switched off for the run: on CUDA, cuDNN convolutions use it by default, and
+    its 10-bit mantissa moves float32 bounds by ~1e-3 relative, far more than float32 rounding."""
+    with gb.absent_zero_semantics(), _full_precision_float32():
         return _run(cert, network, lb, ub, sparse, dtype, device)
+
+
+@contextlib.contextmanager
+def _full_precision_float32():
+    """No TF32 in matrix products or cuDNN convolutions while the block runs (restored after)."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def _run(cert, network, lb, ub, sparse, dtype, device) -> EngineResult:

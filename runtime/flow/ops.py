@@ -10,6 +10,7 @@ Broadcasting contract: a dimension the compiler calls broadcast may be realised 
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 
@@ -18,6 +19,7 @@ import torch
 from cfruntime import tensor as gb
 from cfruntime.flow.values import Affine, Neurons
 from cfruntime.tensor import RepeatBlock
+from cfruntime.tensor.block_base import same_value
 
 #: Safety net for traverse loops: no certifier should need more iterations than this.
 MAX_LOOP_ITERATIONS = 100_000
@@ -69,7 +71,7 @@ def mult(a, b):
     0, the value of an absent summand)."""
     for m, x in ((a, b), (b, a)):
         if _is_bool(m) and not _is_bool(x) and not _is_scalar(x):
-            return prune(where(m, x, 0.0))
+            return prune(where(m, x, 0.0), unchanged=x)
     return prune(binary("mul", a, b))
 
 
@@ -77,14 +79,17 @@ def _is_bool(x) -> bool:
     return isinstance(x, bool) or (not _is_scalar(x) and getattr(x, "dtype", None) == torch.bool)
 
 
-def prune(x):
+def prune(x, unchanged=None):
     """A g-BSCR tensor without the blocks that hold only zeros when zero is its background (dense,
-    repeat and constant blocks -- all repeat-like -- are checked; other kinds are kept)."""
+    repeat and constant blocks -- all repeat-like -- are checked; other kinds are kept).  Blocks
+    taken over as they are from the operand ``unchanged`` are not scanned again."""
     if not gb.is_sparse(x) or not x.blocks:
         return x
+    old = {id(b) for _, b in unchanged.blocks} if gb.is_sparse(unchanged) else set()
     keep = []
     for start, block in x.blocks:
-        if isinstance(block, RepeatBlock) and x.background == 0 and not bool(block.core.any()):
+        if isinstance(block, RepeatBlock) and x.background == 0 and id(block) not in old \
+                and not bool(block.core.any()):
             continue
         keep.append((start, block))
     return x if len(keep) == len(x.blocks) else x.with_blocks(keep)
@@ -162,12 +167,66 @@ def _reduce_extremum_sparse(a, dim: int, kind: str) -> torch.Tensor:
     for start, block in a.blocks:
         if isinstance(block, RepeatBlock) and block.core.shape[dim] == 1:  # repeated along dim
             red = block.core.squeeze(dim).expand(block.shape[:dim] + block.shape[dim + 1:])
+        elif dim == len(shape) and hasattr(block, "row_extremum"):  # conv/patches: mapped entries only
+            red = block.row_extremum(kind)
         else:
             dense = block.to_dense(a.background)
             red = dense.amin(dim) if kind == "min" else dense.amax(dim)
         idx = tuple(slice(s, s + n) for d, (s, n) in enumerate(zip(start, block.shape)) if d != dim)
         out[idx] = pick(out[idx], red)
     return out
+
+
+def split_inner(x, pos, neg, dim: int):
+    """``inner(clamp(x, min=0), pos, dim) + inner(clamp(x, max=0), neg, dim)`` (back-substitution's
+    sign split).  When ``pos`` and ``neg`` hold the same blocks wherever ``x`` reaches along ``dim``
+    (an affine layer's lower and upper polyhedra are one expression) it is ``inner(x, pos, dim)``:
+    one product, no clamps."""
+    if pos is neg or _same_blocks_within_reach(x, pos, neg, dim):
+        return inner(x, pos, dim)
+    return binary("add", inner(clamp(x, 0.0, None), pos, dim), inner(clamp(x, None, 0.0), neg, dim))
+
+
+def _same_blocks_within_reach(x, pos, neg, dim: int) -> bool:
+    """Whether ``pos`` and ``neg`` hold the same values wherever ``x`` is non-zero along ``dim``:
+    the same blocks (one stored value seen through the same structural ops: equal geometry over the
+    same storage), or equal plain tensors there."""
+    if not gb.is_sparse(x) or len(x.shape) != len(pos.shape) or tuple(pos.shape) != tuple(neg.shape):
+        return False
+    d = dim % len(x.shape)
+    reach = [(s[d], s[d] + b.shape[d]) for s, b in x.blocks] if same_value(x.background, 0) else [(0, x.shape[d])]
+    if isinstance(pos, torch.Tensor) and isinstance(neg, torch.Tensor):
+        return builtins.all(torch.equal(pos.narrow(d, lo, hi - lo), neg.narrow(d, lo, hi - lo)) for lo, hi in reach)
+    if not (gb.is_sparse(pos) and gb.is_sparse(neg)) or not same_value(pos.background, neg.background):
+        return False
+
+    def within(t):
+        return [(tuple(s), b) for s, b in t.blocks if builtins.any(s[d] < hi and lo < s[d] + b.shape[d] for lo, hi in reach)]
+
+    wp, wn = within(pos), within(neg)
+    return len(wp) == len(wn) and builtins.all(sp == sn and _same_block(bp, bn) for (sp, bp), (sn, bn) in zip(wp, wn))
+
+
+def _same_block(a, b) -> bool:
+    """Same kind, extent and parameters over the very same storage (so the same values)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.shape != b.shape:
+        return False
+    for key, va in vars(a).items():
+        if key.startswith("_"):
+            continue  # cached flags
+        vb = vars(b).get(key)
+        if isinstance(va, torch.Tensor):
+            if not (isinstance(vb, torch.Tensor) and va.data_ptr() == vb.data_ptr() and va.shape == vb.shape
+                    and va.stride() == vb.stride() and va.dtype == vb.dtype and va.device == vb.device):
+                return False
+        elif hasattr(va, "cores"):
+            if not _same_block(va, vb):
+                return False
+        elif va != vb:
+            return False
+    return True
 
 
 def inner(a, b, dim: int):

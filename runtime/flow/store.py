@@ -29,6 +29,7 @@ class ShapeStore:
         self.rep = rep
         self.values: dict[str, dict[int, object]] = {name: {} for name, _, _ in members}
         self._global: dict[tuple[str, int], object] = {}
+        self._full_batch = _BatchedOnce(batch)
 
     def put(self, layer: int, name: str, value) -> None:
         self.values[name][layer] = value
@@ -67,7 +68,7 @@ class ShapeStore:
                     v = self.pad_sym(v, total_sym)
                 coeffs.append(v.coeff if v.coeff is not None else self.rep.zeros((b, n, width)))
                 consts.append(gb.to_dense(v.const).expand(b, n) if not isinstance(v.const, float) else torch.full((b, n), v.const, dtype=self.rep.dtype))
-            out = Affine(self.rep.cat([_full_batch(c, b) for c in coeffs], 1), torch.cat(consts, 1))
+            out = Affine(self.rep.cat([self._full_batch(c) for c in coeffs], 1), torch.cat(consts, 1))
         else:
             parts = []
             for k, n in enumerate(self.sizes):
@@ -83,3 +84,20 @@ def _full_batch(c, b: int):
     if c.shape[0] == b:
         return c
     return gb.expand_dim(c, 0, b)
+
+
+class _BatchedOnce:
+    """``_full_batch`` of each stored coefficient tensor made once, so that two members holding the
+    same value (DeepPoly's ``L`` and ``U`` of an affine layer) also share their global blocks --
+    what lets ``rt.split_inner`` see that its two bounds are one."""
+
+    def __init__(self, batch: int):
+        self.batch = batch
+        self._made: dict[int, tuple] = {}
+
+    def __call__(self, c):
+        hit = self._made.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = (c, _full_batch(c, self.batch))
+            self._made[id(c)] = hit
+        return hit[1]

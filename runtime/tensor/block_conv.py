@@ -29,6 +29,7 @@ import torch
 
 from .block_base import Block, is_full
 from .block_patches import PatchesBlock
+from .block_unit_dims import UnitDimBlock
 from .conv_utils import conv_out_hw, pair
 
 
@@ -80,6 +81,15 @@ class ConvBlock(Block):
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_weight(fn(self.weight))
 
+    def any_value(self, fill) -> bool:
+        return self.as_patches().any_value(fill)
+
+    def all_value(self, fill) -> bool:
+        return self.as_patches().all_value(fill)
+
+    def row_extremum(self, kind: str) -> torch.Tensor:
+        return self.as_patches().row_extremum(kind)
+
     def scale_rows(self, c: torch.Tensor) -> PatchesBlock:
         return self.as_patches().scale_rows(c)
 
@@ -102,7 +112,7 @@ class ConvBlock(Block):
             lead = list(self.lead)
             lead.insert(dim, 1)
             return self.with_weight(self.weight, tuple(lead))
-        return super().add_dim(dim, fill)
+        return UnitDimBlock(self, [dim])
 
     def remove_dim(self, dim: int, fill) -> Block:
         if self._lead_only([dim]):

@@ -28,7 +28,8 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block, is_full
-from .conv_utils import pair, patch_index_map, unfold_image
+from .block_unit_dims import UnitDimBlock
+from .conv_utils import footprint_valid, pair, patch_index_map, unfold_image
 
 
 class PatchesBlock(Block):
@@ -87,6 +88,37 @@ class PatchesBlock(Block):
         u = u.reshape(lead + tuple(u.shape[1:]))
         return self.with_core(self.core * u)
 
+    # ------------------------------------------------- reading the footprint
+    def footprint(self) -> tuple[torch.Tensor, bool, bool]:
+        """(valid ``[1, Ho, Wo, 1, kh, kw]``, all valid, some row has a hole): see
+        :func:`conv_utils.footprint_valid`."""
+        return footprint_valid(self.out_chw[1:], self.in_hw, self.k_hw, self.stride, self.padding,
+                               self.core.device)
+
+    def _core_where_valid(self, other) -> torch.Tensor:
+        """The core with its unmapped (padding) positions set to ``other``."""
+        valid, all_valid, _ = self.footprint()
+        if all_valid:
+            return self.core
+        return torch.where(valid, self.core, torch.tensor(other, dtype=self.core.dtype, device=self.core.device))
+
+    def any_value(self, fill) -> bool:
+        if self.numel() == 0:
+            return False
+        return bool(self._core_where_valid(False).any()) or (bool(fill) and self.footprint()[2])
+
+    def all_value(self, fill) -> bool:
+        if self.numel() == 0:
+            return True
+        return bool(self._core_where_valid(True).all()) and (bool(fill) or not self.footprint()[2])
+
+    def row_extremum(self, kind: str) -> torch.Tensor:
+        """``min``/``max`` of every row over its mapped entries (holes excluded): ``[*lead, rows]``."""
+        ident = float("inf") if kind == "min" else float("-inf")
+        c = self._core_where_valid(ident)
+        red = c.amin(dim=(-3, -2, -1)) if kind == "min" else c.amax(dim=(-3, -2, -1))
+        return red.reshape(tuple(red.shape[:-3]) + (self.shape[-2],))
+
     # -------------------------------------------------------- structural ops
     def _lead_only(self, dims: Sequence[int]) -> bool:
         return all(d < len(self.lead) for d in dims)
@@ -102,7 +134,7 @@ class PatchesBlock(Block):
     def add_dim(self, dim: int, fill) -> Block:
         if dim <= len(self.lead):
             return self.with_core(self.core.unsqueeze(dim))
-        return super().add_dim(dim, fill)
+        return UnitDimBlock(self, [dim])
 
     def remove_dim(self, dim: int, fill) -> Block:
         if self._lead_only([dim]):

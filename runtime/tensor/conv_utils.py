@@ -9,6 +9,8 @@ are the convolution's zero padding and are not part of the dense matrix.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -74,3 +76,18 @@ def patch_index_map(out_chw, in_chw, k_hw, stride, padding, device):
     col = ((C_i * H + ih.clamp(0, max(H - 1, 0))) * W + iw.clamp(0, max(W - 1, 0))).expand(shape)
     valid = valid.expand(shape)
     return row.reshape(-1), col.reshape(-1), valid.reshape(-1)
+
+
+@functools.lru_cache(maxsize=64)
+def footprint_valid(out_hw, in_hw, k_hw, stride, padding, device) -> tuple[torch.Tensor, bool, bool]:
+    """Which patches-core positions ``[1, Ho, Wo, 1, kh, kw]`` fall inside the input (the others
+    are the zero padding: unmapped), whether all do, and whether some row of the matrix has a hole
+    (an input position its kernel does not reach)."""
+    (ho, wo), (H, W), (kh, kw), (sh, sw), (ph, pw) = out_hw, in_hw, k_hw, stride, padding
+    ih = torch.arange(ho, device=device)[:, None] * sh - ph + torch.arange(kh, device=device)[None]
+    iw = torch.arange(wo, device=device)[:, None] * sw - pw + torch.arange(kw, device=device)[None]
+    okh = (ih >= 0) & (ih < H)  # [Ho, kh]
+    okw = (iw >= 0) & (iw < W)  # [Wo, kw]
+    valid = okh[:, None, :, None] & okw[None, :, None, :]  # [Ho, Wo, kh, kw]
+    has_hole = bool(valid.reshape(ho * wo, -1).sum(1).min() < H * W) if ho * wo else False
+    return valid[None, :, :, None], bool(valid.all()), has_hole

@@ -12,15 +12,36 @@ from cfmlir.passes.emit_python import emit_python
 from cfmlir.passes.pipeline import run_pipeline
 from cfruntime.flow.engine import CompiledCertifier, run_certifier
 
-from compiler_nets import boxes, mlp
+from compiler_nets import boxes, mlp, small_conv
 
 BASE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "dce")
-# rewrite -> (passes run before it, certifier it must change, op that must appear after it)
+
+
+def ops_of(cls, where=lambda op: True):
+    """Counter of the ops of class ``cls`` that satisfy ``where``."""
+    return lambda module: sum(1 for op in module.walk() if isinstance(op, cls) and where(op))
+
+
+def _owner_is(v, cls, name=None) -> bool:
+    return isinstance(v.owner, cls) and (name is None or v.owner.op.data == name)
+
+
+# rewrite -> (passes run before it, certifier it must change, counter that must grow with it)
 CASES = {
-    "ternary-to-arith": (BASE, "deeppoly", ct.MultOp),
-    "clamp-rewrite": (BASE + ("ternary-to-arith",), "deeppoly", ct.ClampOp),
-    "matmul-rewrite": (BASE + ("ternary-to-arith", "clamp-rewrite"), "ibp", ct.InnerOp),
-    "domain-rewrites": (BASE, "deeppoly", ct.InnerOp),
+    "ternary-to-arith": (BASE, "deeppoly", ops_of(ct.MultOp)),
+    "clamp-rewrite": (BASE + ("ternary-to-arith",), "deeppoly", ops_of(ct.ClampOp)),
+    "matmul-rewrite": (BASE + ("ternary-to-arith", "clamp-rewrite"), "ibp", ops_of(ct.InnerOp)),
+    # the priority comparison no longer reads the where-masked copy
+    "guarded-compare": (BASE, "deeppoly", ops_of(ct.BinaryOp, lambda op: op.op.data == "eq" and not any(
+        _owner_is(v, ct.TernaryOp) for v in op.operands))),
+    # the loop test reads the coefficients themselves, not a != 0 mask
+    "nonzero-mask": (BASE + ("ternary-to-arith",), "deeppoly", ops_of(ct.AnyOp, lambda op: not _owner_is(
+        op.operands[0], ct.BinaryOp, "ne"))),
+    # the sign split of back-substitution's coefficients becomes one op
+    # (clamp-rewrite fires on map summands once matmul-rewrite has re-associated the products)
+    "split-inner": (BASE + ("ternary-to-arith", "matmul-rewrite", "clamp-rewrite", "matmul-rewrite", "cse"), "ibp",
+                    ops_of(ct.SplitInnerOp)),
+    "domain-rewrites": (BASE, "deeppoly", ops_of((ct.InnerOp, ct.SplitInnerOp))),
 }
 
 
@@ -31,20 +52,24 @@ def compiled(name: str, pipeline):
     return module, CompiledCertifier.from_source(name, emit_python(module, name))
 
 
-def count(module, cls):
-    return sum(1 for op in module.walk() if isinstance(op, cls))
+def network(kind):
+    """A small MLP, or a conv net (the compiled engine keeps its conv layers as convolution blocks)."""
+    if kind == "mlp":
+        return mlp([3, 5, 4, 3], seed=2), boxes(3, batch=3, seed=3)
+    net = small_conv(seed=2)
+    return net, boxes(net.layers[0].size, batch=2, seed=3, radius=0.1)
 
 
+@pytest.mark.parametrize("net_kind", ["mlp", "conv"])
 @pytest.mark.parametrize("rewrite", sorted(CASES))
 @pytest.mark.parametrize("certifier", ["ibp", "deeppoly", "deepz", "crown_ibp"])
-def test_rewrite_preserves_bounds(rewrite, certifier):
-    net = mlp([3, 5, 4, 3], seed=2)
-    lb, ub = boxes(3, batch=3, seed=3)
-    before, want, cls = CASES[rewrite]
+def test_rewrite_preserves_bounds(rewrite, certifier, net_kind):
+    net, (lb, ub) = network(net_kind)
+    before, want, counter = CASES[rewrite]
     m_without, c_without = compiled(certifier, before)
     m_with, c_with = compiled(certifier, before + (rewrite,))
     if certifier == want:
-        assert count(m_with, cls) > count(m_without, cls), f"{rewrite} did not fire on {certifier}"
+        assert counter(m_with) > counter(m_without), f"{rewrite} did not fire on {certifier}"
     for sparse in (False, True):
         r1 = run_certifier(c_without, net, lb, ub, sparse=sparse)
         r2 = run_certifier(c_with, net, lb, ub, sparse=sparse)

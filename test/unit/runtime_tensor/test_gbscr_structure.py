@@ -55,3 +55,85 @@ def test_mask_times_values_is_a_where_and_empty_results_are_pruned():
     assert torch.equal(rt.mult(mask, x).to_dense(), torch.tensor([[[0.0, 2.0, 0.0]]]))  # no 0 * inf = NaN
     none = T.from_dense(torch.zeros(1, 1, 3, dtype=torch.bool))
     assert rt.mult(none, x).blocks == []
+
+
+# ---------------------------------------------------------------- convolution and patches blocks
+CONV_GEOMETRIES = [  # (Ci, Co, H, k, stride, padding): padding 1 leaves unmapped core positions
+    (1, 2, 5, 3, 1, 0), (2, 3, 5, 3, 1, 1), (2, 2, 6, 2, 2, 0), (1, 2, 7, 3, 2, 1),
+]
+
+
+def conv_and_patches(ci, co, h, k, s, p, seed, lead=(2,)):
+    from cfruntime.tensor import ConvBlock, PatchesBlock
+
+    g = torch.Generator().manual_seed(seed)
+    conv = ConvBlock(torch.randn(co, ci, k, k, generator=g, dtype=torch.float64), (h, h), s, p, lead=lead)
+    core = torch.randn(conv.as_patches().core.shape, generator=g, dtype=torch.float64)
+    return conv, PatchesBlock(core, (h, h), s, p)
+
+
+@settings(max_examples=24, deadline=None, derandomize=True)
+@given(geom=st.sampled_from(CONV_GEOMETRIES), seed=st.integers(0, 1000), fill=st.sampled_from([0.0, 1.0, float("inf")]))
+def test_conv_and_patches_reductions_read_mapped_entries_only(geom, seed, fill):
+    for block in conv_and_patches(*geom, seed):
+        dense = block.to_dense(fill)
+        for kind, ident in (("min", float("inf")), ("max", float("-inf"))):
+            want = block.to_dense(ident).amin(-1) if kind == "min" else block.to_dense(ident).amax(-1)
+            assert torch.equal(block.row_extremum(kind), want)
+        mask = block.map_values(lambda c: c > 0.5)
+        for bool_fill in (False, True):
+            dense_mask = mask.to_dense(bool_fill)
+            assert mask.any_value(bool_fill) == bool(dense_mask.any())
+            assert mask.all_value(bool_fill) == bool(dense_mask.all())
+        assert block.any_value(fill) == bool(dense.any())
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(geom=st.sampled_from(CONV_GEOMETRIES), seed=st.integers(0, 1000))
+def test_a_trailing_unit_dim_keeps_conv_and_patches_blocks(geom, seed):
+    from cfruntime.tensor.block_unit_dims import UnitDimBlock
+
+    for block in conv_and_patches(*geom, seed):
+        t = SparseTensor((2,) + block.shape[1:], 0.0, [((0, 0, 0), block)], dtype=torch.float64)
+        up = T.add_dim(t, 3)
+        assert isinstance(up.blocks[0][1], UnitDimBlock)
+        assert torch.equal(up.to_dense(), t.to_dense().unsqueeze(3))
+        down = T.remove_dim(up, 3)
+        assert down.blocks[0][1] is block  # the same block object: nothing was unrolled
+
+
+def test_deeppoly_keeps_conv_coefficients_as_conv_or_patches_blocks():
+    """The traverse's masks, clamps and products on a conv net never unroll a convolution: the
+    coefficients of a conv layer's neurons over the input stay conv, patches (or unit-dim view)
+    blocks.  (Rows of the fully-connected layer after the flatten are dense by nature.)"""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "compiler"))
+    from compiler_nets import boxes, small_conv
+
+    from cfmlir.certifiers import certifier_source
+    from cfmlir.compiler import compile_certifier, pipeline_for
+    from cfruntime.flow import engine
+
+    net = small_conv(seed=4)
+    lb, ub = boxes(net.layers[0].size, batch=2, seed=5, radius=0.1)
+    cert = compile_certifier(*certifier_source("deeppoly"), pipeline_for(True))
+    conv_rows = {layer.size for layer in net.layers if layer.linear_kind == "conv"}
+    seen = []
+    original = rt.inner
+
+    def spy(a, b, dim):
+        if T.is_sparse(a):
+            seen.extend(blk.kind for _, blk in a.blocks
+                        if blk.shape[-1] == net.layers[0].size and blk.shape[1] in conv_rows)
+        return original(a, b, dim)
+
+    rt.inner = spy
+    try:
+        sparse = engine.run_certifier(cert, net, lb, ub)
+    finally:
+        rt.inner = original
+    dense = engine.run_certifier(cert, net, lb, ub, sparse=False)
+    torch.testing.assert_close(sparse.lower, dense.lower, rtol=1e-9, atol=1e-9)
+    assert seen and set(seen) <= {"conv", "patches", "unit_dims"}, seen

@@ -1,0 +1,69 @@
+"""``--nonzero-mask``: an "is non-zero" test of the value that is then masked or tested is redundant.
+
+    # mult(and(ne(c, 0), y), c) -> mult(y, c)                (either operand order of and/mult)
+    # mult(not(and(ne(c, 0), y)), c) -> mult(not(y), c)
+    # any(ne(c, 0)) -> any(c)
+
+Where ``c`` is 0 both sides are 0; elsewhere ``ne(c, 0)`` holds and drops out of the conjunction.
+This is the traverse's split of an expression into the summands it replaces (``selected * c``) and
+those it keeps (``!selected * c``), with ``selected = active and prio == min``: the remaining mask
+``prio == min`` is a per-layer value broadcast along the coefficients, so the products take whole
+blocks of ``c`` as they are (and keep a convolution block a convolution block) instead of reading a
+mask as large as ``c``.  The traverse's loop test ``any(ne(c, 0))`` likewise reads ``c`` once
+(``any`` of numbers is "any non-zero"; NaN counts as non-zero on both sides).
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from cfmlir.dialects import cftensor as ct
+from cfmlir.passes.rewrite_utils import const_value
+
+
+def _is_nonzero_test_of(v: SSAValue, c: SSAValue) -> bool:
+    op = v.owner
+    return (isinstance(op, ct.BinaryOp) and op.op.data == "ne"
+            and ((op.lhs is c and const_value(op.rhs) == 0.0) or (op.rhs is c and const_value(op.lhs) == 0.0)))
+
+
+def _rest_of_conjunction(mask: SSAValue, c: SSAValue) -> SSAValue | None:
+    """``y`` if ``mask`` is ``and(ne(c, 0), y)`` (either order)."""
+    op = mask.owner
+    if not isinstance(op, ct.BinaryOp) or op.op.data != "and":
+        return None
+    if _is_nonzero_test_of(op.lhs, c):
+        return op.rhs
+    if _is_nonzero_test_of(op.rhs, c):
+        return op.lhs
+    return None
+
+
+class NonzeroMask(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ct.MultOp, rewriter: PatternRewriter) -> None:
+        for mask, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            negated = isinstance(mask.owner, ct.UnaryOp) and mask.owner.op.data == "not"
+            y = _rest_of_conjunction(mask.owner.input if negated else mask, c)
+            if y is None:
+                continue
+            new_ops = []
+            if negated:
+                new_ops.append(ct.UnaryOp("not", y, mask.type))
+                y = new_ops[-1].result
+            operands = (y, c) if mask is op.lhs else (c, y)
+            rewriter.replace(op, new_ops + [ct.MultOp(*operands, op.result.type)])
+            return
+
+
+class NonzeroAny(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ct.AnyOp, rewriter: PatternRewriter) -> None:
+        test = op.operands[0].owner
+        if not isinstance(test, ct.BinaryOp) or test.op.data != "ne":
+            return
+        for c, zero in ((test.lhs, test.rhs), (test.rhs, test.lhs)):
+            if const_value(zero) == 0.0 and not ct.is_scalar_const(c.type.metadata):
+                rewriter.replace(op, [ct.AnyOp(c, op.results[0].type)])
+                return
