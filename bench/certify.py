@@ -72,8 +72,10 @@ def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str =
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:
         return {"status": "timeout"}
+    if p.returncode < 0:  # killed by a signal: on these machines, the kernel's out-of-memory killer
+        return {"status": "error", "error": f"killed by signal {-p.returncode} (out of memory)"}
     if p.returncode != 0:
-        last = (p.stderr.strip().splitlines() or ["?"])[-1]
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         return {"status": "error", "error": last[:200]}
     return {"status": "ok", **json.loads(p.stdout.strip().splitlines()[-1])}
 

@@ -28,7 +28,8 @@ conv @ X               ``conv2d`` of X's columns                         dense
 diag @ conv, conv@diag per-position scaled kernels                       patches
 X @ patches            einsum + ``fold`` (col2im)                        dense
 patches @ X            ``unfold`` (im2col) + einsum                      dense
-patches/conv @ conv    kernel composition via ``conv_transpose2d``       patches
+patches/conv @ conv    kernel composition: a small transpose-conv        patches
+                       matrix, or ``conv_transpose2d`` for big kernels
 conv @ patches         ``conv2d`` of the densified patches columns       dense
 patches @ patches      unfold of the densified right operand             dense
 other                  dense matmul of the two (small) blocks           dense
@@ -155,6 +156,19 @@ def _patches_dense(P: PatchesBlock, B: RepeatBlock, out_shape) -> Block:
     return make_bcast_block(out.reshape(lead_r + (co * ho * wo, n)), out_shape)
 
 
+_KERNEL_MATRIX_MAX = 1 << 22  # entries of the conv_transpose2d matrix used for kernel composition
+
+
+def _conv_transpose_matrix(weight: torch.Tensor, stride, out_hw) -> torch.Tensor:
+    """The matrix ``M`` with ``conv_transpose2d(x, weight, stride).flatten(1) == x.flatten(1) @ M`` for
+    inputs whose transpose-convolution output is ``out_hw``: the transpose of ``conv2d`` over the unit
+    images of that size."""
+    ci = weight.shape[1]
+    n = ci * out_hw[0] * out_hw[1]
+    eye = torch.eye(n, dtype=weight.dtype, device=weight.device).reshape(n, ci, *out_hw)
+    return F.conv2d(eye, weight, stride=stride).reshape(n, -1).T
+
+
 def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
     """M_patches @ M_conv = patches with composed kernels (stride s1*s2,
     padding p1*s2 + p2): conv_transpose2d of each kernel with the conv weight."""
@@ -174,8 +188,14 @@ def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
     if not bool(mask.all()):
         core = torch.where(mask, core, torch.zeros((), dtype=core.dtype, device=dev))
     x = core.reshape(-1, cm, kh, kw)
-    y = F.conv_transpose2d(x, C.weight, stride=C.stride)
-    ci, kh2, kw2 = y.shape[1:]
+    ci = C.weight.shape[1]
+    kh2, kw2 = (kh - 1) * C.stride[0] + C.weight.shape[2], (kw - 1) * C.stride[1] + C.weight.shape[3]
+    if cm * kh * kw * ci * kh2 * kw2 <= _KERNEL_MATRIX_MAX:
+        # many small kernels: one matmul with the [cm*kh*kw, ci*kh2*kw2] matrix of conv_transpose2d
+        # (CPU conv_transpose2d over thousands of 4x4 images is several times slower)
+        y = x.reshape(x.shape[0], -1) @ _conv_transpose_matrix(C.weight, C.stride, (kh2, kw2))
+    else:
+        y = F.conv_transpose2d(x, C.weight, stride=C.stride)
     core2 = y.reshape(tuple(core.shape[:-3]) + (ci, kh2, kw2))
     (s2h, s2w), (p2h, p2w) = C.stride, C.padding
     return PatchesBlock(core2, C.in_hw, (s1h * s2h, s1w * s2w), (p1h * s2h + p2h, p1w * s2w + p2w))

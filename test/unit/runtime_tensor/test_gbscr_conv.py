@@ -5,6 +5,7 @@ import torch
 
 import cfruntime.tensor as T
 from cfruntime.tensor import ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, SparseTensor
+from cfruntime.tensor import matmul as matmul_module
 from cfruntime.tensor.conv_utils import conv_out_hw
 from gbscr_strategies import assert_matches, naive_patches, unrolled_conv
 
@@ -81,10 +82,14 @@ def test_diag_and_conv_give_patches(s, p, ci, co, k, no_conv_unroll):
     assert_matches(right, M @ torch.diag_embed(lam_in))
 
 
+@pytest.mark.parametrize("composition", ["matrix", "conv_transpose2d"])
 @pytest.mark.parametrize("s2,p2", [(1, 0), (1, 1), (2, 0), (2, 1)])
 @pytest.mark.parametrize("s,p,ci,co,k", GEOMS[::3])
-def test_patches_and_conv_products(s, p, ci, co, k, s2, p2):
-    """conv1: [ci, 5, 4] -> mid; conv2 / patches: mid -> out."""
+def test_patches_and_conv_products(s, p, ci, co, k, s2, p2, composition, monkeypatch):
+    """conv1: [ci, 5, 4] -> mid; conv2 / patches: mid -> out.  Kernel composition (patches @ conv)
+    either through the small transpose-convolution matrix or through conv_transpose2d."""
+    if composition == "conv_transpose2d":
+        monkeypatch.setattr(matmul_module, "_KERNEL_MATRIX_MAX", 0)
     dtype = torch.float64
     g, w1, conv1, M1 = _setup(s, p, ci, co, k, dtype)
     mid_hw = conv1.out_hw
