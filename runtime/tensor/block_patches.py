@@ -95,7 +95,7 @@ class PatchesBlock(Block):
         return footprint_valid(self.out_chw[1:], self.in_hw, self.k_hw, self.stride, self.padding,
                                self.core.device)
 
-    def _core_where_valid(self, other) -> torch.Tensor:
+    def core_where_valid(self, other) -> torch.Tensor:
         """The core with its unmapped (padding) positions set to ``other``."""
         valid, all_valid, _ = self.footprint()
         if all_valid:
@@ -105,17 +105,17 @@ class PatchesBlock(Block):
     def any_value(self, fill) -> bool:
         if self.numel() == 0:
             return False
-        return bool(self._core_where_valid(False).any()) or (bool(fill) and self.footprint()[2])
+        return bool(self.core_where_valid(False).any()) or (bool(fill) and self.footprint()[2])
 
     def all_value(self, fill) -> bool:
         if self.numel() == 0:
             return True
-        return bool(self._core_where_valid(True).all()) and (bool(fill) or not self.footprint()[2])
+        return bool(self.core_where_valid(True).all()) and (bool(fill) or not self.footprint()[2])
 
     def row_extremum(self, kind: str) -> torch.Tensor:
         """``min``/``max`` of every row over its mapped entries (holes excluded): ``[*lead, rows]``."""
         ident = float("inf") if kind == "min" else float("-inf")
-        c = self._core_where_valid(ident)
+        c = self.core_where_valid(ident)
         red = c.amin(dim=(-3, -2, -1)) if kind == "min" else c.amax(dim=(-3, -2, -1))
         return red.reshape(tuple(red.shape[:-3]) + (self.shape[-2],))
 

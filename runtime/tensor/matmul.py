@@ -171,22 +171,13 @@ def _conv_transpose_matrix(weight: torch.Tensor, stride, out_hw) -> torch.Tensor
 
 def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
     """M_patches @ M_conv = patches with composed kernels (stride s1*s2,
-    padding p1*s2 + p2): conv_transpose2d of each kernel with the conv weight."""
+    padding p1*s2 + p2): the transpose convolution of each kernel with the conv weight."""
     if P.in_chw != C.out_chw or not P.core.is_floating_point():
         return _patches_dense(P, DenseBlock(C.to_dense(0)), out_shape)
-    co, ho, wo = P.out_chw
-    cm, hm, wm = P.in_chw
+    cm = P.in_chw[0]
     kh, kw = P.k_hw
     (s1h, s1w), (p1h, p1w) = P.stride, P.padding
-    dev = P.core.device
-    mh = torch.arange(ho, device=dev)[:, None] * s1h - p1h + torch.arange(kh, device=dev)[None]
-    mw = torch.arange(wo, device=dev)[:, None] * s1w - p1w + torch.arange(kw, device=dev)[None]
-    okh = (mh >= 0) & (mh < hm)  # [Ho, kh]
-    okw = (mw >= 0) & (mw < wm)  # [Wo, kw]
-    mask = okh[:, None, None, :, None] & okw[None, :, None, None, :]  # [Ho, Wo, 1, kh, kw]
-    core = P.core
-    if not bool(mask.all()):
-        core = torch.where(mask, core, torch.zeros((), dtype=core.dtype, device=dev))
+    core = P.core_where_valid(0.0)  # kernel entries over the padding are not part of the matrix
     x = core.reshape(-1, cm, kh, kw)
     ci = C.weight.shape[1]
     kh2, kw2 = (kh - 1) * C.stride[0] + C.weight.shape[2], (kw - 1) * C.stride[1] + C.weight.shape[3]
