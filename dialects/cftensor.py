@@ -277,7 +277,7 @@ class UnaryOp(IRDLOperation):
 class TernaryOp(IRDLOperation):
     """IrTernary: per-element ``cond ? a : b`` on aligned operands.
 
-    ``%r = cftensor.ternary %c, %a, %b : (!t, !t, !t) -> !t``
+    ``%r = cftensor.ternary %c, %a, %b : (!cftensor.t<B, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.ternary"
@@ -403,6 +403,42 @@ class SplitInnerOp(_DimSyntax, IRDLOperation):
 
     def __init__(self, input: SSAValue, pos: SSAValue, neg: SSAValue, dim: int, type: TensorType):
         super().__init__(operands=[input, pos, neg], properties={"dim": IntAttr(dim)}, result_types=[type])
+
+
+@irdl_op_definition
+class MaskedReduceOp(_DimSyntax, IRDLOperation):
+    """The minimum (``size "min"``) or maximum (``size "max"``) over dimension ``dim`` of ``values``
+    taken only where ``mask_of`` is non-zero, the reduction's identity (``+inf``/``-inf``) where it is
+    zero along the whole dimension: ``reduce(where(ne(mask_of, 0), values, +-inf), dim)`` without the
+    mask and the masked copy.  A traverse's priority selection: the least priority among the
+    neurons a coefficient tensor still refers to.  The runtime reads each block of ``mask_of`` once
+    (is a row non-zero?) and, where ``values`` is constant along ``dim`` over that block (a layer's
+    priority), takes that value for the row.
+
+    ``%m = cftensor.masked_reduce %c, %prio[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
+    """
+
+    name = "cftensor.masked_reduce"
+    mask_of = operand_def(TensorType)
+    values = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    size = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, mask_of: SSAValue, values: SSAValue, dim: int, kind: str, type: TensorType):
+        super().__init__(operands=[mask_of, values], properties={"dim": IntAttr(dim), "size": StringAttr(kind)},
+                         result_types=[type])
+
+    def verify_(self) -> None:
+        if self.size.data not in ("min", "max"):
+            raise VerifyException(f"'cftensor.masked_reduce' reduces by min or max, not {self.size.data!r}")
+        ranks = {len(meta(v).shape) for v in self.operands}
+        if len(ranks) != 1:
+            raise VerifyException("'cftensor.masked_reduce' operands must have the same rank")
+        rank = ranks.pop()
+        if not 0 <= self.dim.data < rank:
+            raise VerifyException(f"'cftensor.masked_reduce' dimension {self.dim.data} is out of range for rank {rank}")
 
 
 def _dim_op(op_name: str, doc: str, with_size: bool = False):
@@ -676,7 +712,7 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, MaskedReduceOp,
         RuleOp, ReturnOp, WhileOp, FlowOp,
     ],
     [TensorType],

@@ -63,6 +63,8 @@ def _emit_op(op: Operation, name: _Namer, lines: list[str], indent: str) -> None
         out(f"rt.inner({args[0]}, {args[1]}, {op.dim.data})")
     elif isinstance(op, ct.SplitInnerOp):
         out(f"rt.split_inner({args[0]}, {args[1]}, {args[2]}, {op.dim.data})")
+    elif isinstance(op, ct.MaskedReduceOp):
+        out(f"rt.masked_reduce({args[0]}, {args[1]}, {op.dim.data}, {op.size.data!r})")
     elif isinstance(op, ct.AddDimOp):
         out(f"rt.add_dim({args[0]}, {op.dim.data})")
     elif isinstance(op, ct.RemoveDimOp):

@@ -24,6 +24,7 @@ from cfmlir.passes.rewrite_clamp import ClampRewrite
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
 from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
+from cfmlir.passes.rewrite_masked_reduce import MaskedReduce
 from cfmlir.passes.rewrite_matmul import MatmulRewrite
 from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
 from cfmlir.passes.rewrite_nonzero_mask import NonzeroAny, NonzeroMask
@@ -62,11 +63,12 @@ PASSES: dict[str, type[ModulePass]] = {
     "guarded-compare": _rewrite("guarded-compare", GuardedCompare),
     "nonzero-mask": _rewrite("nonzero-mask", NonzeroMask, NonzeroAny),
     "split-inner": _rewrite("split-inner", SplitInner),
+    "masked-reduce": _rewrite("masked-reduce", MaskedReduce),
     "fold-parts": _rewrite("fold-parts", FoldParts),
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(
         "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
-        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, doc="All domain rewrites together, to a fixpoint.",
+        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce, doc="All domain rewrites together, to a fixpoint.",
     ),
     "cse": CommonSubexpressionElimination,
     "dce": DeadCodeElimination,

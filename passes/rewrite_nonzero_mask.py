@@ -19,13 +19,7 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.passes.rewrite_utils import const_value
-
-
-def _is_nonzero_test_of(v: SSAValue, c: SSAValue) -> bool:
-    op = v.owner
-    return (isinstance(op, ct.BinaryOp) and op.op.data == "ne"
-            and ((op.lhs is c and const_value(op.rhs) == 0.0) or (op.rhs is c and const_value(op.lhs) == 0.0)))
+from cfmlir.passes.rewrite_utils import nonzero_tested
 
 
 def _rest_of_conjunction(mask: SSAValue, c: SSAValue) -> SSAValue | None:
@@ -33,9 +27,9 @@ def _rest_of_conjunction(mask: SSAValue, c: SSAValue) -> SSAValue | None:
     op = mask.owner
     if not isinstance(op, ct.BinaryOp) or op.op.data != "and":
         return None
-    if _is_nonzero_test_of(op.lhs, c):
+    if nonzero_tested(op.lhs) is c:
         return op.rhs
-    if _is_nonzero_test_of(op.rhs, c):
+    if nonzero_tested(op.rhs) is c:
         return op.lhs
     return None
 
@@ -60,10 +54,6 @@ class NonzeroMask(RewritePattern):
 class NonzeroAny(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ct.AnyOp, rewriter: PatternRewriter) -> None:
-        test = op.operands[0].owner
-        if not isinstance(test, ct.BinaryOp) or test.op.data != "ne":
-            return
-        for c, zero in ((test.lhs, test.rhs), (test.rhs, test.lhs)):
-            if const_value(zero) == 0.0 and not ct.is_scalar_const(c.type.metadata):
-                rewriter.replace(op, [ct.AnyOp(c, op.results[0].type)])
-                return
+        c = nonzero_tested(op.operands[0])
+        if c is not None:
+            rewriter.replace(op, [ct.AnyOp(c, op.results[0].type)])

@@ -85,3 +85,14 @@ def may_divide_or_be_infinite(v: SSAValue, depth: int = 64) -> bool:
             continue
         stack.extend((o, d + 1) for o in op.operands)
     return False
+
+
+def nonzero_tested(v: SSAValue) -> SSAValue | None:
+    """``c`` if ``v`` is the test ``ne(c, 0)`` or ``ne(0, c)`` of a non-scalar ``c``."""
+    op = v.owner
+    if not isinstance(op, ct.BinaryOp) or op.op.data != "ne":
+        return None
+    for c, zero in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if const_value(zero) == 0.0 and not is_scalar_const(c):
+            return c
+    return None

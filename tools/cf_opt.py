@@ -48,7 +48,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = _compiler_passes()
 #: Command-line flags that append a pass to the pipeline: flag (without ``--``) -> pass name.
 PASS_FLAGS: dict[str, str] = {
     name: name for name in (
-        "shape-analysis", "matmul-rewrite", "ternary-to-arith", "clamp-rewrite", "guarded-compare", "nonzero-mask", "split-inner", "fold-parts", "fold-constants",
+        "shape-analysis", "matmul-rewrite", "ternary-to-arith", "clamp-rewrite", "guarded-compare", "nonzero-mask", "split-inner", "masked-reduce", "fold-parts", "fold-constants",
         "domain-rewrites", "cftensor-licm",
     )
 }

@@ -157,6 +157,15 @@ def reduce(a, dim: int, kind: str = "sum"):
     return dense.amin(dim) if kind == "min" else dense.amax(dim)
 
 
+def masked_reduce(c, p, dim: int, kind: str):
+    """``reduce(where(c != 0, p, identity), dim, kind)`` for ``kind`` min (identity ``inf``) or max
+    (``-inf``), without the mask or the masked copy (see :mod:`cfruntime.tensor.masked_reduce`)."""
+    if _is_scalar(c) or _is_scalar(p):
+        return reduce(where(binary("ne", c, 0.0), p, math.inf if kind == "min" else -math.inf), dim, kind)
+    c, p = _align_ranks(c, p)
+    return gb.masked_extremum(c, p, dim, kind)
+
+
 def _reduce_extremum_sparse(a, dim: int, kind: str) -> torch.Tensor:
     """min/max over ``dim`` of a g-BSCR tensor whose background is the operation's identity
     (a traverse's priorities: +inf outside the active neurons): only the blocks are read."""
@@ -184,7 +193,23 @@ def split_inner(x, pos, neg, dim: int):
     one product, no clamps."""
     if pos is neg or _same_blocks_within_reach(x, pos, neg, dim):
         return inner(x, pos, dim)
+    if _is_box(x, pos, neg):
+        # x+ * pos + x- * neg == x * (pos + neg)/2 + |x| * (pos - neg)/2: one pass over x fewer than
+        # the two clamps (concretisation against a box, as auto_LiRPA does it).  Every summand is the
+        # same in both forms or NaN in this one (an inf in x, pos or neg meeting the other sign), and
+        # NaN propagates: a NaN result means "take the clamped form"
+        half_pos, half_neg = pos / 2, neg / 2  # halves first: pos + neg may overflow
+        out = binary("add", inner(x, half_pos + half_neg, dim), inner(unary("abs", x), half_pos - half_neg, dim))
+        if not bool(torch.isnan(gb.to_dense(out) if gb.is_sparse(out) else out).any()):
+            return out
     return binary("add", inner(clamp(x, 0.0, None), pos, dim), inner(clamp(x, None, 0.0), neg, dim))
+
+
+def _is_box(x, pos, neg) -> bool:
+    """Plain floating-point bounds (a box: the input region, or concrete bounds) for numbers ``x``."""
+    return (not _is_scalar(x) and x.dtype.is_floating_point
+            and isinstance(pos, torch.Tensor) and isinstance(neg, torch.Tensor)
+            and pos.dtype.is_floating_point and neg.dtype.is_floating_point)
 
 
 def _same_blocks_within_reach(x, pos, neg, dim: int) -> bool:

@@ -14,6 +14,7 @@ from .api import (  # noqa: F401
     transpose, unary, where,
 )
 from .block_base import Block, absent_zero_semantics  # noqa: F401
+from .masked_reduce import masked_extremum  # noqa: F401
 from .block_constant import ConstantBlock  # noqa: F401
 from .block_conv import ConvBlock  # noqa: F401
 from .block_dense import DenseBlock  # noqa: F401

@@ -95,25 +95,40 @@ class RepeatBlock(Block):
             return make_bcast_block(core * n, tuple(shape))
         return make_bcast_block(self.core.sum(dim), tuple(shape))
 
+    def _first_line(self) -> torch.Tensor:
+        """The core's first line along its last dimension: a probe that usually settles any/all
+        without reading the whole core (a loop test on large coefficients)."""
+        return self.core[(0,) * (self.core.dim() - 1)] if self.core.dim() > 1 else self.core
+
     def any_value(self, fill=None) -> bool:
-        return bool(self.core.any()) if self.numel() else False
+        return bool(self.numel()) and (bool(self._first_line().any()) or bool(self.core.any()))
 
     def all_value(self, fill=None) -> bool:
-        return bool(self.core.all()) if self.numel() else True
+        return not self.numel() or (bool(self._first_line().all()) and bool(self.core.all()))
 
 
 def make_bcast_block(core: torch.Tensor, shape: Sequence[int]) -> Block:
     """Most specific block kind (dense / repeat / constant) for ``core.expand(shape)``.
 
     ``core`` may have fewer dims than ``shape`` (leading dims are added)."""
-    from .block_constant import ConstantBlock
-    from .block_dense import DenseBlock
-
+    kinds = _KINDS or _load_kinds()
     shape = tuple(int(s) for s in shape)
     if core.dim() < len(shape):
         core = core.reshape((1,) * (len(shape) - core.dim()) + tuple(core.shape))
     if tuple(core.shape) == shape:
-        return DenseBlock(core)
+        return kinds["dense"](core)
     if core.numel() == 1:
-        return ConstantBlock(core.reshape((1,) * len(shape)), shape)
+        return kinds["constant"](core.reshape((1,) * len(shape)), shape)
     return RepeatBlock(core, shape)
+
+
+_KINDS: dict[str, type] = {}
+
+
+def _load_kinds() -> dict[str, type]:
+    """The subclasses, imported once (they import this module)."""
+    from .block_constant import ConstantBlock
+    from .block_dense import DenseBlock
+
+    _KINDS.update(dense=DenseBlock, constant=ConstantBlock)
+    return _KINDS

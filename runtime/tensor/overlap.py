@@ -36,6 +36,14 @@ def intersect(a: Region, b: Region) -> Region | None:
     return tuple(out)
 
 
+def overlaps(a: Region, b: Region) -> bool:
+    """Whether two regions share an index (:func:`intersect` without building the intersection)."""
+    for (a0, a1), (b0, b1) in zip(a, b):
+        if a1 <= b0 or b1 <= a0:
+            return False
+    return True
+
+
 def contains(outer: Region, inner: Region) -> bool:
     return all(o0 <= i0 and i1 <= o1 for (o0, o1), (i0, i1) in zip(outer, inner))
 
@@ -83,17 +91,20 @@ def overlap_groups(regions: Sequence[Region], owners: Sequence[int] | None = Non
     """Union-find over regions; regions with the same owner are known disjoint."""
     n = len(regions)
     uf = UnionFind(n)
-    # sweep along dim 0 to avoid most of the O(n^2) pair tests
-    order = sorted(range(n), key=lambda i: regions[i][0][0] if regions[i] else 0)
+    # sweep along the dimension where the regions' starts differ most (a layer's neuron range, for
+    # per-layer blocks) to avoid most of the O(n^2) pair tests
+    ndim = len(regions[0]) if n else 0
+    d = max(range(ndim), key=lambda k: len({r[k][0] for r in regions})) if ndim else None
+    order = sorted(range(n), key=lambda i: regions[i][d][0]) if ndim else list(range(n))
     active: list[int] = []
     for i in order:
         r = regions[i]
-        lo0 = r[0][0] if r else 0
-        active = [j for j in active if not regions[j] or regions[j][0][1] > lo0]
+        if ndim:
+            active = [j for j in active if regions[j][d][1] > r[d][0]]
         for j in active:
             if owners is not None and owners[i] == owners[j]:
                 continue
-            if intersect(r, regions[j]) is not None:
+            if overlaps(r, regions[j]):
                 uf.union(i, j)
         active.append(i)
     return uf
@@ -151,6 +162,7 @@ def plan_regions(regions: Sequence[Region], owners: Sequence[int] | None = None
         for i in g:
             members_of.setdefault(g[0], []).append(i)
     for gid, r in planned:
-        mem = [i for i in members_of[gid] if intersect(regions[i], r) is not None]
+        members = members_of[gid]
+        mem = members if len(members) == 1 else [i for i in members if overlaps(regions[i], r)]
         result.append((r, mem))
     return result

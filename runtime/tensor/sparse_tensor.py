@@ -17,6 +17,7 @@ scalar already rounded to the dtype.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Iterable, Sequence
 
@@ -26,9 +27,17 @@ from .block_base import Block
 from .overlap import Region, intersect, region_of, relative
 
 
-def py_scalar(value, dtype: torch.dtype):
-    """``value`` converted to ``dtype`` and back to a Python scalar."""
+@functools.lru_cache(maxsize=1024)
+def _rounded(value, kind: type, dtype: torch.dtype):
     return torch.tensor(value, dtype=dtype).item()
+
+
+def py_scalar(value, dtype: torch.dtype):
+    """``value`` converted to ``dtype`` and back to a Python scalar (memoised: tensors are built with
+    a handful of backgrounds, thousands of times per analysis)."""
+    if isinstance(value, torch.Tensor):
+        value = value.item()
+    return _rounded(value, type(value), dtype)  # the type keeps 1, 1.0 and True apart
 
 
 class SparseTensor:

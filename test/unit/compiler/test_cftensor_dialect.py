@@ -1,5 +1,7 @@
 """The cftensor dialect: the metadata type and the ops print, parse back identically and verify."""
 
+import re
+
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import Builtin
@@ -68,3 +70,45 @@ def test_malformed_metadata_is_a_parse_error():
         Parser(context(), 'builtin.module { %a = cftensor.const(1.0 : f64) : !cftensor.t<Q, [1], [1]> }').parse_module()
     with pytest.raises(ParseError):
         Parser(context(), 'builtin.module { %a = cftensor.const(1.0 : f64) : !cftensor.t<R, [1, 2], [1]> }').parse_module()
+
+
+# ------------------------------------------------------------------ every op's documented example
+def _split_top_level(types: str) -> list[str]:
+    """``"!a<x, y>, !b"`` -> ``["!a<x, y>", "!b"]`` (commas inside brackets do not split)."""
+    out, depth, cur = [], 0, ""
+    for ch in types:
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur.strip()] if cur.strip() else [])
+
+
+def _value_example(op) -> str | None:
+    """The one-line ``%r = cftensor.<op> ...`` example in ``op``'s docstring, if it has one."""
+    found = re.search(r"``(%\w+ = " + re.escape(op.name) + r"\b.*?)``", op.__doc__ or "", re.S)
+    return " ".join(found.group(1).split()) if found else None
+
+
+@pytest.mark.parametrize("op", list(CFTensor.operations), ids=lambda op: op.name)
+def test_every_op_documents_itself_with_valid_ir(op):
+    """Ops that define a value show a one-line example, which parses and verifies once its operands
+    are defined with the types it states; the structural ops show theirs as a block."""
+    example = _value_example(op)
+    if example is None:
+        assert op.name in (op.__doc__ or "") and op.name in ("cftensor.rule", "cftensor.return", "cftensor.while",
+                                                             "cftensor.flow"), op.name
+        return
+    head, _, signature = example.rpartition(" : ")
+    operands = re.findall(r"%(\w+)", head.split("=", 1)[1])
+    operand_types = _split_top_level(signature[1:signature.index(") ->")]) if signature.startswith("(") else []
+    assert len(operand_types) == len(operands), example
+    types = dict(zip(operands, operand_types))
+    inputs = "\n".join(f'    %{n} = cftensor.input "{n}" : {t}' for n, t in types.items())
+    text = f'builtin.module {{\n  cftensor.rule "t" "Affine" {{\n{inputs}\n    {example}\n    cftensor.return\n  }}\n}}'
+    Parser(context(), text).parse_module().verify()

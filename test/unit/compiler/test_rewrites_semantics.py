@@ -41,6 +41,8 @@ CASES = {
     # (clamp-rewrite fires on map summands once matmul-rewrite has re-associated the products)
     "split-inner": (BASE + ("ternary-to-arith", "matmul-rewrite", "clamp-rewrite", "matmul-rewrite", "cse"), "ibp",
                     ops_of(ct.SplitInnerOp)),
+    # the traverse's least priority among the referred neurons is one op, without the != 0 mask
+    "masked-reduce": (BASE, "deeppoly", ops_of(ct.MaskedReduceOp)),
     "domain-rewrites": (BASE, "deeppoly", ops_of((ct.InnerOp, ct.SplitInnerOp))),
 }
 

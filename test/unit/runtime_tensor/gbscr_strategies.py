@@ -178,3 +178,11 @@ def naive_patches(core, in_hw, stride, padding) -> torch.Tensor:
                             if 0 <= ih < hi and 0 <= iw < wi:
                                 m[(c * ho + oh) * wo + ow, (cc * hi + ih) * wi + iw] = core[c, oh, ow, cc, a, b]
     return m
+
+
+def conv_and_patches(ci, co, h, k, s, p, seed, lead=(2,)):
+    """A float64 conv block and a patches block of the same geometry with independent random values."""
+    g = torch.Generator().manual_seed(seed)
+    conv = ConvBlock(torch.randn(co, ci, k, k, generator=g, dtype=torch.float64), (h, h), s, p, lead=lead)
+    core = torch.randn(conv.as_patches().core.shape, generator=g, dtype=torch.float64)
+    return conv, PatchesBlock(core, (h, h), s, p)

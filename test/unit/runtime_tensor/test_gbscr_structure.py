@@ -10,6 +10,8 @@ import cfruntime.tensor as T
 from cfruntime.flow import ops as rt
 from cfruntime.tensor import DiagonalBlock, RepeatBlock, SparseTensor
 
+from gbscr_strategies import conv_and_patches
+
 
 def diag_tensor(core: torch.Tensor, col: int, width: int, bg: float = 0.0) -> SparseTensor:
     """``[B, n, width]`` with ``core [B, n]`` on the diagonal of columns ``col..col+n``."""
@@ -61,15 +63,6 @@ def test_mask_times_values_is_a_where_and_empty_results_are_pruned():
 CONV_GEOMETRIES = [  # (Ci, Co, H, k, stride, padding): padding 1 leaves unmapped core positions
     (1, 2, 5, 3, 1, 0), (2, 3, 5, 3, 1, 1), (2, 2, 6, 2, 2, 0), (1, 2, 7, 3, 2, 1),
 ]
-
-
-def conv_and_patches(ci, co, h, k, s, p, seed, lead=(2,)):
-    from cfruntime.tensor import ConvBlock, PatchesBlock
-
-    g = torch.Generator().manual_seed(seed)
-    conv = ConvBlock(torch.randn(co, ci, k, k, generator=g, dtype=torch.float64), (h, h), s, p, lead=lead)
-    core = torch.randn(conv.as_patches().core.shape, generator=g, dtype=torch.float64)
-    return conv, PatchesBlock(core, (h, h), s, p)
 
 
 @settings(max_examples=24, deadline=None, derandomize=True)
