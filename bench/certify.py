@@ -25,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+from cfmlir.certifiers import BASE_CERTIFIERS, certifier_names
 from cfruntime.properties.paper_eps import PAPER_EPSILON
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ SHARED = REPO.parent / "shared"
 MODES = {"CF": (True, True), "CF-S": (False, True), "CF-R": (True, False), "CF-R-S": (False, False)}
 
 EPS = PAPER_EPSILON  # the paper's epsilons (cfruntime.properties.paper_eps)
-DEFAULT_CERTIFIERS = "ibp,crown_ibp,deepz,deeppoly,reusecert,polyzono,zid,skippoly"
+DEFAULT_CERTIFIERS = ",".join(BASE_CERTIFIERS)
 DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_relu_6_500_pgd,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
 
 CHILD = r"""
@@ -95,7 +96,8 @@ def compile_times() -> dict[str, float]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--certifiers", default=DEFAULT_CERTIFIERS)
+    ap.add_argument("--certifiers", default=DEFAULT_CERTIFIERS,
+                    help="comma-separated certifier names, or 'all' (deeppoly_0..8 included)")
     ap.add_argument("--nets", default=DEFAULT_NETS, help="comma-separated network names, or 'all'")
     ap.add_argument("--modes", default="CF,CF-S,CF-R,CF-R-S", help="comma-separated modes, or 'all'")
     ap.add_argument("--n", type=int, default=100, help="images per network (default 100)")
@@ -110,7 +112,7 @@ def main() -> int:
         return 1
     nets = list(EPS) if args.nets == "all" else args.nets.split(",")
     modes = list(MODES) if args.modes == "all" else args.modes.split(",")
-    certs = args.certifiers.split(",")
+    certs = certifier_names() if args.certifiers == "all" else args.certifiers.split(",")
     results = {"n": args.n, "timeout_s": args.timeout, "dtype": args.dtype, "runs": [], "compile_s": {}}
     if not args.no_compile_times:
         results["compile_s"] = compile_times()
