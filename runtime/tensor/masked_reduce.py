@@ -37,7 +37,12 @@ def masked_extremum(c, p, dim: int, kind: str) -> torch.Tensor:
     if is_sparse(c) and (c.background is False or same_value(c.background, 0)) \
             and getattr(p, "dtype", None) is not None and p.dtype.is_floating_point:
         return _masked_extremum_sparse(c, p, dim, kind)
-    masked = torch.where(to_dense(c) != 0, to_dense(p), IDENTITY[kind])
+    return _entrywise(to_dense(c), to_dense(p), dim, kind)
+
+
+def _entrywise(c: torch.Tensor, p: torch.Tensor, dim: int, kind: str) -> torch.Tensor:
+    """The definition, on dense tensors: ``where(c != 0, p, identity)`` reduced over ``dim``."""
+    masked = torch.where(c != 0, p, IDENTITY[kind])
     return masked.amin(dim) if kind == "min" else masked.amax(dim)
 
 
@@ -46,9 +51,8 @@ def _masked_extremum_sparse(c: SparseTensor, p, dim: int, kind: str) -> torch.Te
     dim %= len(shape)
     c = broadcast_to(c, shape)
     p = broadcast_to(_as_sparse(p, (c,), _device_of((c, p))), shape)
-    ident = IDENTITY[kind]
     pick = torch.minimum if kind == "min" else torch.maximum
-    out = torch.full(shape[:dim] + shape[dim + 1:], ident, dtype=p.dtype, device=p.device)
+    out = torch.full(shape[:dim] + shape[dim + 1:], IDENTITY[kind], dtype=p.dtype, device=p.device)
     p_dense = None  # built only if p's blocks cut across a block of c
     for start, block in c.blocks:
         region = region_of(start, block.shape)
@@ -56,8 +60,7 @@ def _masked_extremum_sparse(c: SparseTensor, p, dim: int, kind: str) -> torch.Te
         if tiles is None:
             if p_dense is None:
                 p_dense = to_dense(p)
-            part = torch.where(block.to_dense(0) != 0, p_dense[_slices(region)], ident)
-            tiles_red = [(region, part.amin(dim) if kind == "min" else part.amax(dim))]
+            tiles_red = [(region, _entrywise(block.to_dense(0), p_dense[_slices(region)], dim, kind))]
         else:
             tiles_red = [(tile, _tile_extremum(block.restrict(relative(tile, region), 0), p_tile, p, dim, kind))
                          for tile, p_tile in tiles]
@@ -87,15 +90,13 @@ def _tiles(p: SparseTensor, region: Region) -> list[tuple[Region, Block | None]]
 def _tile_extremum(cb: Block, pb: Block | None, p: SparseTensor, dim: int, kind: str) -> torch.Tensor:
     """The masked extremum over one tile, where ``c`` is ``cb`` and ``p`` is ``pb`` (``None``: ``p``'s
     background)."""
-    ident = IDENTITY[kind]
     if pb is None:
         along = torch.tensor(p.background, dtype=p.dtype, device=p.device)
     elif isinstance(pb, RepeatBlock) and pb.core.shape[dim] == 1:
         along = pb.core.squeeze(dim)  # constant along dim: one value per line
     else:
-        part = torch.where(cb.to_dense(0) != 0, pb.to_dense(p.background), ident)
-        return part.amin(dim) if kind == "min" else part.amax(dim)
-    return torch.where(_rows_nonzero(cb, dim), along, ident)
+        return _entrywise(cb.to_dense(0), pb.to_dense(p.background), dim, kind)
+    return torch.where(_rows_nonzero(cb, dim), along, IDENTITY[kind])
 
 
 def _rows_nonzero(cb: Block, dim: int) -> torch.Tensor:
