@@ -15,6 +15,7 @@ constant parts of PolyExps and SymExps, promotions, the map components, ``access
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
@@ -34,11 +35,11 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import IsTerminator, Pure
+from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from cfmlir.dialects.cftensor_metadata import (
-    TYPE_LETTERS, Element, Metadata, Size, parse_metadata,
+    TYPE_LETTERS, Element, Metadata, Size, is_uniform, parse_metadata,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -355,10 +356,11 @@ class _DimSyntax:
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ft = parser.parse_function_type()
-        if len(ft.inputs.data) != len(operands) or len(ft.outputs.data) != 1:
-            parser.raise_error(f"expected {len(operands)} operand type(s) and one result type")
+        n_results = getattr(cls, "N_RESULTS", 1)
+        if len(ft.inputs.data) != len(operands) or len(ft.outputs.data) != n_results:
+            parser.raise_error(f"expected {len(operands)} operand type(s) and {n_results} result type(s)")
         resolved = [parser.resolve_operand(o, t) for o, t in zip(operands, ft.inputs.data)]
-        op = cls.create(operands=resolved, result_types=[ft.outputs.data[0]], properties=props, attributes=attrs)
+        op = cls.create(operands=resolved, result_types=list(ft.outputs.data), properties=props, attributes=attrs)
         return op
 
 
@@ -403,6 +405,30 @@ class SplitInnerOp(_DimSyntax, IRDLOperation):
 
     def __init__(self, input: SSAValue, pos: SSAValue, neg: SSAValue, dim: int, type: TensorType):
         super().__init__(operands=[input, pos, neg], properties={"dim": IntAttr(dim)}, result_types=[type])
+
+
+@irdl_op_definition
+class IntervalInnerOp(_DimSyntax, IRDLOperation):
+    """Both sign-split inner products of an interval: ``lo = split_inner(x, l, u, dim)`` and
+    ``hi = split_inner(x, u, l, dim)`` -- the lower and upper bound of ``sum x * v`` over the box
+    ``l <= v <= u`` -- from one centre/radius pair: ``lo, hi = inner(x, (l + u)/2) -/+ inner(|x|,
+    (u - l)/2)``, two inner products instead of four.
+
+    ``%lo, %hi = cftensor.interval_inner %c, %l, %u[2] : (!cftensor.t<R, [1, curr, poly], [batch, 1, 1]>, !cftensor.t<R, [batch, 1, poly], [1, curr, 1]>, !cftensor.t<R, [batch, 1, poly], [1, curr, 1]>) -> (!cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>)``
+    """
+
+    name = "cftensor.interval_inner"
+    N_RESULTS: ClassVar[int] = 2
+    input = operand_def(TensorType)
+    lower = operand_def(TensorType)
+    upper = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    lo = result_def(TensorType)
+    hi = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, lower: SSAValue, upper: SSAValue, dim: int, type: TensorType):
+        super().__init__(operands=[input, lower, upper], properties={"dim": IntAttr(dim)}, result_types=[type, type])
 
 
 @irdl_op_definition
@@ -674,10 +700,91 @@ class WhileOp(IRDLOperation):
     res = var_result_def(TensorType)
     before = region_def("single_block")
     after = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
     assembly_format = "`(` $inits `)` attr-dict `:` functional-type($inits, $res) `before` $before `after` $after"
 
     def __init__(self, inits: Sequence[SSAValue], result_types: Sequence[Attribute], before: Region, after: Region):
         super().__init__(operands=[list(inits)], result_types=[list(result_types)], regions=[before, after])
+
+
+@irdl_op_definition
+class IfOp(IRDLOperation):
+    """A branch on a *uniform* condition (the same for every sample and neuron of the layer, such as
+    ``curr[last_layer] == 1``): the runtime decides it once, on the host, and runs only the taken
+    region.  Each region ends in ``cftensor.return`` with one value per result; values defined before
+    the ``if`` may be used in both regions.
+
+    ```
+    %r = cftensor.if %c : (!cftensor.t<B, [1, 1], [batch, curr]>) -> (!t) then {
+      ...  cftensor.return %a : !t
+    } else {
+      ...  cftensor.return %b : !t
+    }
+    ```
+    """
+
+    name = "cftensor.if"
+    cond = operand_def(TensorType)
+    res = var_result_def(TensorType)
+    then = region_def("single_block")
+    otherwise = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    assembly_format = "$cond attr-dict `:` functional-type($cond, $res) `then` $then `else` $otherwise"
+
+    def __init__(self, cond: SSAValue, result_types: Sequence[Attribute], then: Region, otherwise: Region):
+        super().__init__(operands=[cond], result_types=[list(result_types)], regions=[then, otherwise])
+
+    def verify_(self) -> None:
+        if not is_uniform(meta(self.cond)):
+            raise VerifyException(f"'cftensor.if' needs a uniform condition (all intrinsic sizes 1), got <{meta(self.cond)}>")
+        for region in (self.then, self.otherwise):
+            term = region.block.last_op
+            if not isinstance(term, ReturnOp) or len(term.operands) != len(self.res):
+                raise VerifyException("each region of 'cftensor.if' ends in cftensor.return with one value per result")
+
+
+@irdl_op_definition
+class LayerTraverseOp(IRDLOperation):
+    """A traverse whose priority and stop functions depend on a neuron's layer only (``-n[layer]``):
+    it substitutes whole layers.  ``priority`` maps the neurons of one layer (``<N, [lay], [1]>``) to
+    the layer's uniform priority and stop flag; ``body`` maps the neurons of the chosen layer and their
+    coefficients in the current expression (``[batch, curr, lay]``) to the sum of the replacements
+    ``f(n, c)`` over the layer, a PolyExp ``[batch, curr]``.  The runtime repeats: among the layers
+    the expression may still hold and whose stop flag is false, take those of minimal priority, remove
+    their summands and add their replacements; decisions are per layer, on the host.
+
+    ```
+    %r = cftensor.layer_traverse(%e) : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]>
+      priority { ^bb0(%n: !cftensor.t<N, [lay], [1] :: N, [1, 1], [batch, curr]>):
+                 ... cftensor.return %p, %stop : ... }
+      body     { ^bb0(%n: ..., %c: !cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>):
+                 ... cftensor.return %replaced : !cftensor.t<P, [batch, curr], [1, 1]> }
+    ```
+    """
+
+    name = "cftensor.layer_traverse"
+    init = operand_def(TensorType)
+    res = result_def(TensorType)
+    priority = region_def("single_block")
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    assembly_format = "`(` $init `)` attr-dict `:` functional-type($init, $res) `priority` $priority `body` $body"
+
+    def __init__(self, init: SSAValue, result_type: Attribute, priority: Region, body: Region):
+        super().__init__(operands=[init], result_types=[result_type], regions=[priority, body])
+
+    def verify_(self) -> None:
+        if meta(self.init).top.type != "P" or self.init.type != self.res.type:
+            raise VerifyException("'cftensor.layer_traverse' maps a PolyExp to a PolyExp of the same type")
+        prio_term, body_term = self.priority.block.last_op, self.body.block.last_op
+        if len(self.priority.block.args) != 1 or not isinstance(prio_term, ReturnOp) or len(prio_term.operands) != 2:
+            raise VerifyException("the priority region of 'cftensor.layer_traverse' takes the neurons and returns priority and stop")
+        for v in prio_term.operands:
+            m = meta(v)
+            if not (is_uniform(m) or is_scalar_const(m)):
+                raise VerifyException(f"the priority and stop of 'cftensor.layer_traverse' must be uniform, got <{m}>")
+        if len(self.body.block.args) != 2 or not isinstance(body_term, ReturnOp) or len(body_term.operands) != 1:
+            raise VerifyException("the body of 'cftensor.layer_traverse' takes neurons and coefficients and returns one PolyExp")
 
 
 @irdl_op_definition
@@ -712,8 +819,8 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, MaskedReduceOp,
-        RuleOp, ReturnOp, WhileOp, FlowOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, MaskedReduceOp,
+        RuleOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
     ],
     [TensorType],
 )

@@ -10,7 +10,12 @@ dimension may logically be repeated, so the value's *total shape* is ``sigma (x)
 product).  Sizes are symbolic: products of ``batch``, ``curr``, ``prev``, ``poly``, ``sym`` (and loop
 symbols ``s0, s1, ...`` that a traverse loop resolves at run time) with a positive integer.  The stack grows
 by one element per enclosing ``map``: the element pushed by a map records the dimension the map reduces
-over when it ends.
+over when it ends.  ``lay`` is the size of one layer: the neurons that one step of a layer-granular
+traverse substitutes.
+
+A value whose intrinsic sizes are all 1 without being a compile-time constant is *uniform*: the same for
+every sample and every position, e.g. ``curr[last_layer]``.  Such a value is one host-side number at
+run time, so a condition on it is a branch decided once per layer (see :func:`is_uniform`).
 
 Textual form (used in ``!cftensor.t<...>``)::
 
@@ -33,7 +38,10 @@ import re
 from dataclasses import dataclass, field, replace
 
 #: Symbolic size names, in printing order.
-SIZE_SYMBOLS = ("batch", "curr", "prev", "poly", "sym")
+SIZE_SYMBOLS = ("batch", "curr", "prev", "poly", "sym", "lay")
+#: Sizes whose positions all lie in one layer of the network (the current layer, its predecessor, the
+#: layer a traverse step substitutes): per-layer metadata is the same along such a dimension.
+LAYER_LOCAL = frozenset({"curr", "prev", "lay"})
 TYPE_LETTERS = {"I": "Int", "R": "Float", "B": "Bool", "N": "Neuron", "E": "Noise", "P": "PolyExp", "S": "SymExp", "C": "Ct"}
 TYPE_LETTER_OF = {v: k for k, v in TYPE_LETTERS.items()}
 
@@ -174,6 +182,10 @@ class Metadata:
     def is_expanded(self) -> bool:
         return all(e.is_expanded for e in self.elements)
 
+    def total_shape(self) -> tuple[Size, ...]:
+        """The logical (total) size of every physical dimension: intrinsic size times broadcast."""
+        return tuple(s * b for s, b in zip(self.shape, self.broadcast))
+
     def push(self, e: Element) -> "Metadata":
         return Metadata((e,) + self.elements)
 
@@ -292,6 +304,30 @@ def _broadcast_scalar(m: Metadata, other: Metadata) -> Metadata:
     if e.is_const and all(s.is_one for s in e.shape) and e.rank <= o.rank:
         return m.with_top(Element(e.type, (ONE,) * o.rank, o.total, True))
     return m
+
+
+def per_layer(m: Metadata) -> Metadata:
+    """The metadata of a per-layer quantity (``n[layer]``, ``n[last_layer]``) of the neurons ``m``:
+    along every dimension that stays within one layer (intrinsic size ``curr``, ``prev`` or ``lay``)
+    the value does not change, so that dimension becomes intrinsic 1 with its total size as broadcast
+    factor.  Dimensions over several layers (``poly``, the two operands of a binary layer) keep their
+    intrinsic size."""
+
+    def local(s: Size) -> bool:
+        return s.coeff == 1 and len(s.symbols) == 1 and s.symbols[0] in LAYER_LOCAL
+
+    out = []
+    for e in m.elements:
+        shape = tuple(ONE if local(s) else s for s in e.shape)
+        bcast = tuple(s * b if local(s) else b for s, b in zip(e.shape, e.broadcast))
+        out.append(Element(e.type, shape, bcast, e.is_const))
+    return Metadata(tuple(out))
+
+
+def is_uniform(m: Metadata) -> bool:
+    """Whether a value is the same everywhere without being a compile-time constant: every intrinsic
+    size is 1.  The runtime holds it as one host-side number."""
+    return not (m.height == 1 and m.top.is_const) and all(s.is_one for e in m.elements for s in e.shape)
 
 
 def compress(m: Metadata) -> Metadata:

@@ -24,6 +24,7 @@ from cfmlir.passes.rewrite_clamp import ClampRewrite
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
 from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
+from cfmlir.passes.rewrite_interval_inner import IntervalInner
 from cfmlir.passes.rewrite_masked_reduce import MaskedReduce
 from cfmlir.passes.rewrite_matmul import MatmulRewrite
 from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
@@ -32,6 +33,7 @@ from cfmlir.passes.rewrite_reduce_distribute import DistributeReduce
 from cfmlir.passes.rewrite_split_inner import SplitInner
 from cfmlir.passes.rewrite_ternary_to_arith import TernaryToArith
 from cfmlir.passes.shape_analysis import ShapeAnalysisPass
+from cfmlir.passes.uniform_branch import UniformBranchPass
 
 
 class RewritePass(ModulePass):
@@ -64,19 +66,23 @@ PASSES: dict[str, type[ModulePass]] = {
     "nonzero-mask": _rewrite("nonzero-mask", NonzeroMask, NonzeroAny),
     "split-inner": _rewrite("split-inner", SplitInner),
     "masked-reduce": _rewrite("masked-reduce", MaskedReduce),
+    "interval-inner": _rewrite("interval-inner", IntervalInner),
     "fold-parts": _rewrite("fold-parts", FoldParts),
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(
         "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
-        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce, doc="All domain rewrites together, to a fixpoint.",
+        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce, IntervalInner,
+        doc="All domain rewrites together, to a fixpoint.",
     ),
+    "uniform-branch": UniformBranchPass,
     "cse": CommonSubexpressionElimination,
     "dce": DeadCodeElimination,
     "cftensor-licm": LoopInvariantCodeMotion,
 }
 
-DEFAULT_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "domain-rewrites", "cse", "cftensor-licm", "dce")
-NO_REWRITE_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "cftensor-licm", "dce")
+DEFAULT_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "domain-rewrites", "cse",
+                    "cftensor-licm", "dce")
+NO_REWRITE_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "cftensor-licm", "dce")
 
 
 def run_pipeline(module: ModuleOp, names: tuple[str, ...] | list[str], ctx: Context | None = None) -> None:

@@ -56,18 +56,19 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import Pure
 
 from cfmlir.diagnostics import CfError, Loc
 from cfmlir.dialects import cf
 from cfmlir.dialects import cftensor as ct
 from cfmlir.dialects.cf_types import to_semantic
 from cfmlir.dialects.cftensor_metadata import (
-    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank,
+    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank, is_uniform, per_layer,
 )
 from cfmlir.typing import types as sem
 from cfmlir.typing.checker import operator_bindings
 
-BATCH, CURR, PREV, POLY, SYM = (Size.of(s) for s in ("batch", "curr", "prev", "poly", "sym"))
+BATCH, CURR, PREV, POLY, SYM, LAY = (Size.of(s) for s in ("batch", "curr", "prev", "poly", "sym", "lay"))
 _LETTER = {"Int": "I", "Float": "R", "Bool": "B", "Neuron": "N", "Noise": "E", "PolyExp": "P", "SymExp": "S", "Ct": "C"}
 _BINARY = {
     cf.AddOp: "add", cf.SubOp: "sub", cf.MulOp: "mul", cf.DivOp: "div", cf.AndOp: "and", cf.OrOp: "or",
@@ -420,8 +421,8 @@ class RuleLifter:
             if member == "weight":
                 return self.input("weight", Metadata.single("R", [ONE, CURR, PREV], [BATCH, ONE, ONE]), t)
             return self.input("bias", Metadata.single("R", [ONE, CURR], [BATCH, ONE]), t)
-        if member in ("layer", "last_layer"):
-            return Val(self.emit(ct.AccessOp(x.v, self.T(m.with_type("I")), member=member)), t)
+        if member in ("layer", "last_layer"):  # one number per layer: uniform along layer-local dims
+            return Val(self.emit(ct.AccessOp(x.v, self.T(per_layer(m.with_type("I"))), member=member)), t)
         # a shape member: one value per sample, so the batch dimension is materialised
         bottom = m.elements[-1]
         b = Element(letter(t), (BATCH,) + bottom.shape[1:], (ONE,) + bottom.broadcast[1:], False)
@@ -554,6 +555,9 @@ class RuleLifter:
         expanded = Metadata((Element("P", base.top.total, (ONE,) * base.top.rank, False),) + base.rest)
         e = self.coerce(e, expanded, keep_scalar=False)
         loop_t = self.T(expanded)
+        layered = self.layer_traverse(e, loop_t, prio, stop, replace)
+        if layered is not None:
+            return layered
         outer = self.block
 
         # before: [any(active), e, active, min priority]
@@ -592,6 +596,48 @@ class RuleLifter:
         self.block = outer
         loop = ct.WhileOp([e.v], [loop_t], Region(before), Region(after))
         return Val(self.emit(loop), sem.POLYEXP)
+
+    def layer_traverse(self, e: Val, loop_t, prio: Closure, stop: Closure, replace: Closure) -> Val | None:
+        """The traverse as a ``cftensor.layer_traverse`` when its priority and stop are uniform over a
+        layer (lifted on the neurons of one layer, their metadata has intrinsic size 1 everywhere and
+        they do not read the coefficient); None otherwise (the general, per-neuron loop)."""
+        outer = self.block
+        m = e.m
+        rows = Element("N", (ONE,) * m.top.rank, m.top.total, False)
+        n_t = self.T(Metadata((Element("N", (LAY,), (ONE,)), rows)))
+        c_t = self.T(Metadata((Element("R", (LAY,), (ONE,)), Element("R", m.top.shape, m.top.broadcast, False))))
+
+        prio_block = Block(arg_types=[n_t, c_t])
+        self.block = prio_block
+        n, c = Val(prio_block.args[0], sem.NEURON), Val(prio_block.args[1], sem.FLOAT)
+        with self.in_map(LAY):
+            p = self.call_in_map(prio, n, c, LAY)
+            s = self.call_in_map(stop, n, c, LAY)
+        self.block = outer
+        uniform = all(isinstance(x, Val) and (is_uniform(x.m) or ct.is_scalar_const(x.m)) for x in (p, s))
+        if uniform:
+            self.emit_into(prio_block, ct.ReturnOp([p.v, s.v]))
+            _drop_dead(prio_block)
+        if not uniform or prio_block.args[1].uses:
+            return None  # per-neuron (or per-coefficient) priorities: the general loop
+        prio_block.erase_arg(prio_block.args[1])
+
+        body = Block(arg_types=[n_t, c_t])
+        self.block = body
+        n, c = Val(body.args[0], sem.NEURON), Val(body.args[1], sem.FLOAT)
+        with self.in_map(LAY):
+            r = self.call_in_map(replace, n, c, LAY)
+            r = self.promote(self.lift_height(r, c.m.height), "P")
+            if not zero_preserving(replace):  # only the summands of the expression are replaced
+                r = self.masked(r, self.binary("ne", c, self.const(0.0), sem.BOOL))
+            replaced = self.sum_summands(r, c)
+        replaced = self.coerce(replaced, loop_t.metadata, keep_scalar=False)
+        self.emit(ct.ReturnOp([replaced.v]))
+        self.block = outer
+        return Val(self.emit(ct.LayerTraverseOp(e.v, loop_t, Region(prio_block), Region(body))), sem.POLYEXP)
+
+    def emit_into(self, block: Block, op: Operation) -> None:
+        block.add_op(op)
 
     def open_loop_block(self, loop_t) -> tuple[Block, Val]:
         """A new loop region block with the loop-carried PolyExp as its argument; emission goes there."""
@@ -668,6 +714,14 @@ def _with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
             return Metadata(tuple(elements))
         offset += e.rank
     raise IndexError(i)
+
+
+def _drop_dead(block: Block) -> None:
+    """Erase the pure ops of ``block`` whose results are unused (last first)."""
+    for op in reversed(list(block.ops)):
+        if op.results and not any(r.uses for r in op.results) and op.has_trait(Pure):
+            op.detach()
+            op.erase()
 
 
 def zero_preserving(f: Closure) -> bool:

@@ -107,6 +107,7 @@ def _parse_eps(text) -> float:
 
 
 def _progress(it, total: int, quiet: bool, desc: str):
+    """A progress bar over ``it`` (or, with ``it`` None, one updated by hand) on a terminal."""
     disable = quiet or not sys.stderr.isatty()
     try:
         from tqdm import tqdm
@@ -239,12 +240,25 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
             mlb.append(r.margin_lb)
             mub.append(r.margin_ub)
     else:
-        bs = args.batch_size
-        starts = range(0, n, bs)
-        for s0 in _progress(starts, len(starts), args.quiet, f"{Path(str(certifier)).stem} batches"):
-            sl = slice(s0, min(n, s0 + bs))
-            lo, hi = _compiled_bounds(args, prog, net, prop.lb[sl], prop.ub[sl], prop.C[sl])
-            for j, i in enumerate(range(sl.start, sl.stop)):
+        from cfruntime.flow.batching import in_batches
+
+        bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
+
+        def run_slice(lo: int, hi: int):
+            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi])
+            if hasattr(bar, "update"):
+                bar.update(hi - lo)
+            return out
+
+        def shrink(old: int, new: int, oom) -> None:
+            print(f"note: a batch of {old} did not fit in memory ({oom}); going on with batches of {new}", file=sys.stderr)
+
+        slices, report = in_batches(run_slice, n, args.batch_size, shrink)
+        if hasattr(bar, "close"):
+            bar.close()
+        batch_used = report.used
+        for start, stop, (lo, hi) in slices:
+            for j, i in enumerate(range(start, stop)):
                 row_lo, row_hi = lo[j].tolist(), hi[j].tolist()
                 row_lo[labels[i]] = row_hi[labels[i]] = 0.0  # the own column is y_true - y_true
                 mlb.append(row_lo)
@@ -263,6 +277,8 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
         "margin_ub": mub,
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
     }
+    # the interpreter analyses one input at a time
+    out["batch_size"] = {"requested": args.batch_size, "used": 1 if args.engine == "interpreter" else batch_used}
     if args.json:
         _write_json(args.json, out)
     if not args.quiet:

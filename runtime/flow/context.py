@@ -11,12 +11,14 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
+from cfruntime.flow import parameters
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.values import Affine, Neurons
+from cfruntime.tensor import Segmented
 
 
 class LayerContext:
-    def __init__(self, network, layer, store: ShapeStore, batch: int, sym_start: int, sym_total: int, weights):
+    def __init__(self, network, layer, store: ShapeStore, batch: int, sym_start: int, sym_total: int):
         self.network = network
         self.layer = layer
         self.store = store
@@ -24,7 +26,6 @@ class LayerContext:
         self.batch = batch
         self.sym_next = sym_start
         self.sym_total = sym_total
-        self.weights = weights  # callable: layer -> weight in the engine's representation
         self._sizes = {
             "batch": batch, "curr": layer.size, "poly": store.total, "sym": sym_total,
             "prev": network[layer.preds[0]].size if layer.preds else 0,
@@ -56,11 +57,9 @@ class LayerContext:
         if name in ("prev_0", "prev_1"):
             return self._layer_neurons(layer.preds[int(name[-1])], 1, 2)
         if name == "weight":
-            return self.weights(layer)
+            return parameters.weight(layer, self.rep)
         if name == "bias":
-            bias = layer.bias if not getattr(layer, "batched", False) else layer.bias
-            bias = bias.to(self.rep.dtype).to(self.rep.device)
-            return bias.unsqueeze(0) if bias.dim() == 1 else bias
+            return parameters.bias(layer, self.rep)
         raise KeyError(f"unknown rule input '{name}'")
 
     # -- neuron sets -----------------------------------------------------------------------------------
@@ -96,26 +95,120 @@ class LayerContext:
             return self.rep.per_layer_constant(net.layers, n, value)
         letter = self.store.members[member]
         k = _layer_containing(net, n.start, n.count)
-        if k is not None:
-            layer = net[k]
-            lo = n.start - layer.offset
-            stored = self.store.get(k, member)
-            if letter == "S":
-                stored = self.store.pad_sym(stored, self.sym_total)
-            if letter in "PS":
-                coeff = stored.coeff if stored.coeff is not None else self.rep.zeros((self.batch, layer.size, self._width(letter)))
-                coeff = gb.slice_range(coeff, 1, lo, lo + n.count)
-                const = _slice(stored.const, lo, n.count)
-                return Affine(self._spread(coeff, n, 1), self._spread(const, n, 0))
-            return self._spread(_slice(stored, lo, n.count), n, 0)
+        if k is None:
+            return self._access_global(n, member, letter)
+        # a stored member of one layer seen through the neurons' layout: stored values never change
+        key = (k, member, n.start, n.count, n.dim, n.rank, self.sym_total if letter == "S" else 0)
+        hit = self.store.views.get(key)
+        if hit is None:
+            hit = self.store.views[key] = self._access_layer(n, member, letter, k)
+        return hit
+
+    def _access_layer(self, n: Neurons, member: str, letter: str, k: int):
+        layer = self.network[k]
+        lo = n.start - layer.offset
+        stored = self.store.get(k, member)
+        if letter == "S":
+            stored = self.store.pad_sym(stored, self.sym_total)
+        if letter in "PS":
+            coeff = stored.coeff if stored.coeff is not None else self.rep.zeros((self.batch, layer.size, self._width(letter)))
+            return Affine(self._view(coeff, n, lo, 1), self._view(stored.const, n, lo, 0))
+        return self._view(stored, n, lo, 0)
+
+    def _view(self, x, n: Neurons, lo: int, trailing: int):
+        """``x`` (a stored tensor) sliced to ``n`` and laid out like it, made once per stored value
+        (so members that hold one value, DeepPoly's ``L`` and ``U`` of an affine layer, share it)."""
+        if isinstance(x, (int, float)):
+            return x
+        key = ("view", id(x), lo, n.count, n.dim, n.rank, trailing)
+        hit = self.store.views.get(key)
+        if hit is None or hit[0] is not x:
+            hit = self.store.views[key] = (x, self._spread(_slice(x, lo, n.count) if trailing == 0 else gb.slice_range(x, 1, lo, lo + n.count), n, trailing))
+        return hit[1]
+
+    def _access_global(self, n: Neurons, member: str, letter: str):
+        if self.rep.planned and letter not in "PS":
+            # per layer, the cached view of the stored values: a segmented tensor without a copy
+            parts = {}
+            for layer in self.network.layers:
+                if layer.index in self.store.values[member] and n.start <= layer.offset and layer.offset + layer.size <= n.start + n.count:
+                    part = self.access(Neurons(layer.offset, layer.size, n.dim, n.rank), member)
+                    parts[layer.offset - n.start] = part
+            shape = list(n.shape)
+            shape[0] = self.batch
+            return Segmented(shape, n.dim, parts, self.rep.dtype, self.rep.device)
         glob = self.store.global_member(member, self.sym_total)
         if letter in "PS":
             coeff = gb.slice_range(glob.coeff, 1, n.start, n.start + n.count)
             return Affine(self._spread(coeff, n, 1), self._spread(glob.const[:, n.start : n.start + n.count], n, 0))
-        return self._spread(glob[:, n.start : n.start + n.count], n, 0)
+        return self._spread(gb.slice_range(glob, 1, n.start, n.start + n.count), n, 0)
 
     def _width(self, letter: str) -> int:
         return self.store.total if letter == "P" else self.sym_total
+
+    def layer_value(self, n: Neurons, member: str) -> float:
+        """``layer``/``last_layer`` of neurons that all lie in one layer, as a host number (the compiler
+        calls such a value uniform)."""
+        k = _layer_containing(self.network, n.start, n.count)
+        if k is None:
+            raise RuntimeError(f"'{member}' of neurons from several layers is not one number")
+        return float(k) if member == "layer" else float(k == len(self.network.layers) - 1)
+
+    # -- layer-granular traverse ---------------------------------------------------------------------
+    def layer_neurons(self, k: int, rank: int) -> Neurons:
+        """The neurons of layer ``k`` laid out along the last of ``rank`` dimensions."""
+        layer = self.network[k]
+        return Neurons(layer.offset, layer.size, rank - 1, rank)
+
+    def traverse_layers(self, e: Affine, priority, replace, rank: int) -> Affine:
+        """``cftensor.layer_traverse``: substitute whole layers of ``e`` in priority order.
+
+        ``priority(neurons)`` gives a layer's (priority, stop) as host numbers (computed once per
+        layer); ``replace(neurons, c)`` the PolyExp that replaces the summands ``c`` (the coefficients
+        of ``e`` on that layer, ``[batch, curr, layer size]``).  Each step takes the layers ``e`` may
+        still hold (:meth:`Representation.layers_in`, decided from its structure, never its values)
+        whose stop is false, picks those of minimal priority, removes their summands and adds their
+        replacements; it ends when no such layer is left."""
+        coeff, const = e.coeff, e.const
+        layers = self.network.layers
+        known: dict[int, tuple] = {}
+        for _ in range(4 * len(layers) + 8):
+            cands = []
+            for k in self.rep.layers_in(coeff, layers, self.layer.index):
+                if k not in known:
+                    with self._laying(k):
+                        p, stop = priority(self.layer_neurons(k, rank))
+                    known[k] = (p, bool(stop))
+                p, stop = known[k]
+                if not stop:
+                    cands.append((p, k))
+            if not cands:
+                return Affine(coeff, const)
+            best = min(p for p, _ in cands)
+            chosen = [layers[k] for p, k in cands if p == best]
+            taken = [(l, self.rep.take_range(coeff, l.offset, l.size)) for l in chosen]
+            coeff = self.rep.drop_ranges(coeff, [(l.offset, l.size) for l in chosen])
+            for l, c in taken:
+                with self._laying(l.index):
+                    r = replace(self.layer_neurons(l.index, rank), c)
+                if r.coeff is not None:
+                    coeff = r.coeff if coeff is None else gb.binary(coeff, r.coeff, "add")
+                const = _add(const, r.const)
+        raise RuntimeError("a layer-granular traverse did not finish (does the replacement re-introduce the layer it replaces?)")
+
+    def _laying(self, k: int):
+        """While a traverse step runs on layer ``k``: ``ctx.size('lay')`` is its size."""
+        ctx = self
+
+        class _Scope:
+            def __enter__(self):
+                self.old = ctx._sizes.get("lay")
+                ctx._sizes["lay"] = ctx.network[k].size
+
+            def __exit__(self, *exc):
+                ctx._sizes["lay"] = self.old
+
+        return _Scope()
 
     # -- PolyExp/SymExp constructors -----------------------------------------------------------------
     def dot(self, n: Neurons, w) -> Affine:
@@ -142,6 +235,16 @@ def _layer_containing(net, start: int, count: int) -> int | None:
         if layer.offset <= start and start + count <= layer.offset + layer.size:
             return layer.index
     return None
+
+
+def _add(a, b):
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a + b
+    if isinstance(b, (int, float)) and b == 0:
+        return a
+    if isinstance(a, (int, float)) and a == 0:
+        return b
+    return gb.binary(a, b, "add")
 
 
 def _slice(x, lo: int, count: int):

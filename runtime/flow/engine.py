@@ -13,6 +13,7 @@ last layer (the robustness margins, when the network carries them) are the resul
 from __future__ import annotations
 
 import contextlib
+import re
 import types
 from dataclasses import dataclass
 
@@ -32,6 +33,38 @@ class EngineError(RuntimeError):
     """A certifier/network combination the compiled engine cannot run (one-line message)."""
 
 
+class EngineOutOfMemory(EngineError):
+    """A rule's tensors did not fit in memory: the layer, its kind, and the allocation that failed
+    (bytes, when the allocator said).  :func:`cfruntime.flow.batching.in_batches` retries with
+    smaller batches."""
+
+    def __init__(self, layer: int, kind: str, batch: int, nbytes: int | None, device):
+        self.layer, self.kind, self.batch, self.nbytes, self.device = layer, kind, batch, nbytes, str(device)
+        need = f"{nbytes / 2 ** 30:.2f} GiB more" if nbytes is not None else "more memory than is free"
+        super().__init__(f"out of {self.device} memory at layer {layer} ({kind}): it needed {need} "
+                         f"for a batch of {batch}")
+
+
+_ALLOC_BYTES = re.compile(r"allocate (\d+) bytes|Tried to allocate ([\d.]+) ([KMGT]i?B)")
+_UNITS = {"KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    msg = str(exc)
+    return isinstance(exc, RuntimeError) and ("can't allocate memory" in msg or "out of memory" in msg)
+
+
+def _requested_bytes(exc: BaseException) -> int | None:
+    m = _ALLOC_BYTES.search(str(exc))
+    if m is None:
+        return None
+    if m.group(1):
+        return int(m.group(1))
+    return int(float(m.group(2)) * _UNITS.get(m.group(3), 1))
+
+
 @dataclass
 class CompiledCertifier:
     """An emitted Python module, loaded."""
@@ -42,11 +75,14 @@ class CompiledCertifier:
     noise: dict
     source: str
 
+    layer_granular: bool = False
+
     @classmethod
     def from_source(cls, name: str, source: str) -> "CompiledCertifier":
         module = types.ModuleType(f"cfmlir_compiled_{name}")
         exec(compile(source, f"<compiled {name}>", "exec"), module.__dict__)  # noqa: S102 - our own output
-        return cls(name, module.FLOW, module.RULES, getattr(module, "NOISE", {}), source)
+        return cls(name, module.FLOW, module.RULES, getattr(module, "NOISE", {}), source,
+                   getattr(module, "LAYER_GRANULAR", False))
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
@@ -63,36 +99,34 @@ class EngineResult:
     store: ShapeStore
 
 
-def _weights(rep: Representation):
-    cache: dict[int, object] = {}
-
-    def get(layer):
-        if layer.index in cache:
-            return cache[layer.index]
-        conv = rep.conv_weight(layer.conv) if rep.sparse and layer.linear_kind == "conv" else None
-        if conv is not None:  # a convolution block, never unrolled
-            cache[layer.index] = conv
-            return conv
-        if getattr(layer, "batched", False):
-            w = layer.weight.to(rep.dtype)  # [B, size, pred]
-        else:
-            w = layer.weight_matrix().to(rep.dtype).unsqueeze(0)
-        cache[layer.index] = rep.tensor(w) if rep.sparse else w.to(rep.device)
-        return cache[layer.index]
-
-    return get
-
-
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
-                  sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu") -> EngineResult:
+                  sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
+                  representation: str | None = None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
+
+    ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
+    ``dense``; by default ``dense`` when ``sparse`` is false, else ``planned`` for certifiers whose
+    traverses are all layer-granular and ``gbscr`` for the others.
 
     g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
     as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels.
     TensorFloat-32 is switched off for the run: on CUDA, cuDNN convolutions use it by default, and
     its 10-bit mantissa moves float32 bounds by ~1e-3 relative, far more than float32 rounding."""
-    with gb.absent_zero_semantics(), _full_precision_float32():
-        return _run(cert, network, lb, ub, sparse, dtype, device)
+    if representation is None:
+        representation = "dense" if not sparse else ("planned" if cert.layer_granular else "gbscr")
+    with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
+        return _run(cert, network, lb, ub, representation, dtype, device)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype):
+    """Numbers in rules (``0.0``) meet bool masks as the analysis dtype, not torch's default."""
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(saved)
 
 
 @contextlib.contextmanager
@@ -106,8 +140,8 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, sparse, dtype, device) -> EngineResult:
-    rep = Representation(sparse, dtype, device)
+def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
+    rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb = lb.reshape(b, -1).to(dtype).to(rep.device)
     ub = ub.reshape(b, -1).to(dtype).to(rep.device)
@@ -123,15 +157,23 @@ def _run(cert, network, lb, ub, sparse, dtype, device) -> EngineResult:
     sym = n0 if has_sym else 0
     for name, letter, role in members:
         store.put(0, name, _initial(letter, role, name, lb, ub, rep, cert.name))
-    weights = _weights(rep)
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND[layer.kind]
         new_sym = sym + cert.noise.get(op, 0) * layer.size
-        ctx = LayerContext(network, layer, store, b, sym, new_sym, weights)
-        values = cert.rules[op](rt, ctx)
+        ctx = LayerContext(network, layer, store, b, sym, new_sym)
+        failed = None
+        try:
+            values = cert.rules[op](rt, ctx)
+            for (name, letter, _), v in zip(members, values):
+                store.put(layer.index, name, _materialise(v, letter, b, layer.size, rep))
+        except Exception as exc:  # an allocation failure becomes a located, retryable error
+            if not _is_out_of_memory(exc):
+                raise
+            failed = _requested_bytes(exc), True
+        if failed is not None:  # raised outside the handler: no frame (and no tensor) stays referenced
+            del ctx, store
+            raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
         sym = new_sym
-        for (name, letter, _), v in zip(members, values):
-            store.put(layer.index, name, _materialise(v, letter, b, layer.size, rep))
     last = layers[-1].index
     lo_name = cert.member_with_role("IR", "lower")
     hi_name = cert.member_with_role("IR", "upper")
@@ -167,8 +209,12 @@ def _materialise(v, letter: str, b: int, n: int, rep: Representation):
         if isinstance(const, (int, float)):
             const = torch.full((b, n), float(const), dtype=rep.dtype, device=rep.device)
         else:
-            const = gb.to_dense(const).expand(b, n)
+            const = _full(gb.to_dense(const), b, n)
         return Affine(v.coeff, const)
     if isinstance(v, (int, float)):
         return torch.full((b, n), float(v), dtype=rep.dtype, device=rep.device)
-    return gb.to_dense(v).to(rep.dtype).expand(b, n)
+    return _full(gb.to_dense(v).to(rep.dtype), b, n)
+
+
+def _full(t: torch.Tensor, b: int, n: int) -> torch.Tensor:
+    return t if tuple(t.shape) == (b, n) else t.expand(b, n)

@@ -17,8 +17,10 @@ import math
 import torch
 
 from cfruntime import tensor as gb
+from cfruntime.flow import host
 from cfruntime.flow.values import Affine, Neurons
 from cfruntime.tensor import RepeatBlock
+from cfruntime.tensor import segmented_ops as seg_ops
 from cfruntime.tensor.block_base import same_value
 
 #: Safety net for traverse loops: no certifier should need more iterations than this.
@@ -59,7 +61,7 @@ def _align_ranks(a, b):
 
 def binary(op: str, a, b):
     if _is_scalar(a) and _is_scalar(b):
-        return gb.binary(torch.tensor(float(a), dtype=torch.float64), b, op).item()
+        return host.binary(op, a, b)
     a, b = _align_ranks(a, b)
     return gb.binary(a, b, op)
 
@@ -97,7 +99,7 @@ def prune(x, unchanged=None):
 
 def unary(op: str, a):
     if _is_scalar(a):
-        return gb.unary(torch.tensor(float(a), dtype=torch.float64), op).item()
+        return host.unary(op, a)
     return gb.unary(a, op)
 
 
@@ -147,7 +149,13 @@ def repeat(a, dim: int, size: int):
     return gb.expand_dim(a, dim, size)
 
 
-def reduce(a, dim: int, kind: str = "sum"):
+def reduce(a, dim: int, kind: str = "sum", size: int | None = None):
+    """Sum/min/max over ``dim``, whose logical size is ``size``: a uniform operand (a host number, or
+    a tensor of size 1 there) stands for ``size`` equal entries."""
+    if _is_scalar(a) or (size is not None and size != 1 and a.shape[dim] == 1):
+        if kind == "sum":
+            return a * size if _is_scalar(a) else binary("mul", remove_dim(a, dim), float(size))
+        return a if _is_scalar(a) else remove_dim(a, dim)
     if kind == "sum":
         return gb.reduce_sum(a, dim)
     identity = math.inf if kind == "min" else -math.inf
@@ -157,12 +165,16 @@ def reduce(a, dim: int, kind: str = "sum"):
     return dense.amin(dim) if kind == "min" else dense.amax(dim)
 
 
+def _unseg(x):
+    return x.to_sparse() if gb.is_segmented(x) else x
+
+
 def masked_reduce(c, p, dim: int, kind: str):
     """``reduce(where(c != 0, p, identity), dim, kind)`` for ``kind`` min (identity ``inf``) or max
     (``-inf``), without the mask or the masked copy (see :mod:`cfruntime.tensor.masked_reduce`)."""
     if _is_scalar(c) or _is_scalar(p):
         return reduce(where(binary("ne", c, 0.0), p, math.inf if kind == "min" else -math.inf), dim, kind)
-    c, p = _align_ranks(c, p)
+    c, p = _align_ranks(_unseg(c), _unseg(p))
     return gb.masked_extremum(c, p, dim, kind)
 
 
@@ -191,6 +203,14 @@ def split_inner(x, pos, neg, dim: int):
     sign split).  When ``pos`` and ``neg`` hold the same blocks wherever ``x`` reaches along ``dim``
     (an affine layer's lower and upper polyhedra are one expression) it is ``inner(x, pos, dim)``:
     one product, no clamps."""
+    if gb.is_segmented(x) or gb.is_segmented(pos) or gb.is_segmented(neg):
+        out = seg_ops.split_inner(x, pos, neg, dim, same=pos is neg)
+        if out is not NotImplemented:
+            return out
+    if isinstance(x, torch.Tensor) and _is_box(x, pos, neg) and dim % x.dim() == x.dim() - 1 \
+            and pos.dim() == neg.dim() == x.dim() and pos.shape[-2] == neg.shape[-2] == 1:
+        # plain tensors: concretisation against a box, no look at the values (see segmented_ops)
+        return seg_ops.split_inner_plain(x, pos, neg)
     if pos is neg or _same_blocks_within_reach(x, pos, neg, dim):
         return inner(x, pos, dim)
     if _is_box(x, pos, neg):
@@ -203,6 +223,16 @@ def split_inner(x, pos, neg, dim: int):
         if not bool(torch.isnan(gb.to_dense(out) if gb.is_sparse(out) else out).any()):
             return out
     return binary("add", inner(clamp(x, 0.0, None), pos, dim), inner(clamp(x, None, 0.0), neg, dim))
+
+
+def interval_inner(x, lo, hi, dim: int):
+    """``(split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim))``: the lower and upper bound of
+    ``sum x * v`` over the box ``lo <= v <= hi``, from one centre and one radius product."""
+    if not (gb.is_sparse(x) or gb.is_sparse(lo) or gb.is_sparse(hi)):
+        out = seg_ops.interval_inner(x, lo, hi, dim)
+        if out is not NotImplemented:
+            return out
+    return split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim)
 
 
 def _is_box(x, pos, neg) -> bool:
@@ -259,6 +289,15 @@ def inner(a, b, dim: int):
     batched matrix product: the last dimension full only in ``a`` is the row dimension, the last full
     only in ``b`` the column dimension, and every other dimension is a (broadcast) batch dimension."""
     a, b = _align_ranks(_as_float(a, b), _as_float(b, a))
+    for x, y in ((a, b), (b, a)):
+        if gb.is_segmented(x) or gb.is_segmented(y):
+            out = seg_ops.split_inner(x, y, y, dim, same=True)
+            if out is not NotImplemented:
+                return out
+    if _is_scalar(a) or _is_scalar(b):  # a uniform factor: it multiplies the sum of the other
+        s, t = (a, b) if _is_scalar(a) else (b, a)
+        return binary("mul", gb.reduce_sum(t, dim), s)
+    a, b = _unseg(a), _unseg(b)
     r = _rank(a)
     dim %= r
     sa, sb = a.shape, b.shape
@@ -317,6 +356,13 @@ def constant(e):
 
 def affine(c, k):
     return Affine(c, k)
+
+
+def host_bool(c) -> bool:
+    """The host value of a uniform condition (``cftensor.if``)."""
+    if _is_scalar(c):
+        return bool(c)
+    raise TypeError(f"a uniform condition must be a host number, got {type(c).__name__}")
 
 
 def any(a) -> bool:  # noqa: A001 - mirrors cftensor.any

@@ -1,7 +1,14 @@
-"""How the compiled engine builds its tensors: g-BSCR (default) or dense torch (``--no-sparse``).
+"""How the compiled engine builds its tensors: planned g-BSCR (default), general g-BSCR, or dense.
 
 Only the constructors differ; every operation goes through the polymorphic g-BSCR API, so the same
-emitted program runs in both modes (the paper's no-sparsity ablation).
+emitted program runs in every representation:
+
+* ``planned`` -- coefficient tensors are :class:`~cfruntime.tensor.Segmented`: their neuron (or
+  noise-symbol) dimension is cut into the network's layers and each layer holds at most one block
+  whose kind follows from the rule that made it, never from values (no host-device syncs);
+* ``gbscr`` -- general g-BSCR :class:`~cfruntime.tensor.SparseTensor` tensors, whose blocks are
+  found from the values (prunes, probes); what certifiers whose traverse decides per neuron use;
+* ``dense`` -- plain torch tensors (the paper's no-sparsity ablation, ``--no-sparse``).
 """
 
 from __future__ import annotations
@@ -9,30 +16,53 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
-from cfruntime.tensor import ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, SparseTensor
+from cfruntime.tensor import ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, Segmented, SparseTensor
+
+KINDS = ("planned", "gbscr", "dense")
 
 
 class Representation:
     """Constructors for the tensors the engine creates itself."""
 
-    def __init__(self, sparse: bool, dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
-        self.sparse = sparse
+    def __init__(self, kind: str | bool = "planned", dtype: torch.dtype = torch.float64, device: str | torch.device = "cpu"):
+        if isinstance(kind, bool):  # the historical ``sparse`` flag
+            kind = "gbscr" if kind else "dense"
+        if kind not in KINDS:
+            raise ValueError(f"unknown tensor representation '{kind}' (one of {', '.join(KINDS)})")
+        self.kind = kind
         self.dtype = dtype
         self.device = torch.device(device)
+
+    @property
+    def sparse(self) -> bool:
+        """Whether coefficient tensors are structured (convolutions stay convolution blocks)."""
+        return self.kind != "dense"
+
+    @property
+    def planned(self) -> bool:
+        return self.kind == "planned"
 
     def tensor(self, t: torch.Tensor):
         """A (small, dense-by-nature) tensor as the engine's representation."""
         t = t.to(self.dtype).to(self.device)
-        return SparseTensor(t.shape, 0.0, [((0,) * t.dim(), DenseBlock(t))]) if self.sparse else t
+        return SparseTensor(t.shape, 0.0, [((0,) * t.dim(), DenseBlock(t))]) if self.kind == "gbscr" else t
 
     def zeros(self, shape):
-        if self.sparse:
+        """All-zero coefficients ``[..., W]`` (no blocks)."""
+        if self.kind == "planned":
+            return Segmented(shape, len(shape) - 1, {}, self.dtype, self.device)
+        if self.kind == "gbscr":
             return SparseTensor(shape, 0.0, [], dtype=self.dtype, device=self.device)
         return torch.zeros(shape, dtype=self.dtype, device=self.device)
 
     def embed(self, x, dim: int, start: int, total: int):
         """``x`` placed at ``start`` inside a zero tensor of size ``total`` along ``dim``."""
-        if self.sparse and not gb.is_sparse(x):
+        if self.kind == "planned" and isinstance(x, torch.Tensor):
+            dim %= x.dim()
+            shape = list(x.shape)
+            shape[dim] = total
+            return Segmented(shape, dim, {start: x.to(self.dtype).to(self.device)}, self.dtype, self.device)
+        if self.kind == "gbscr" and not gb.is_sparse(x):
             x = self.tensor(x)
         return gb.embed_range(x, dim, start, total)
 
@@ -40,8 +70,7 @@ class Representation:
         """``[*lead, count, total]`` with ones at ``[..., i, start + i]`` (a diagonal block)."""
         if self.sparse:
             core = torch.ones((*lead, count), dtype=self.dtype, device=self.device)
-            block = DiagonalBlock(core, len(lead))
-            return SparseTensor((*lead, count, total), 0.0, [((0,) * len(lead) + (0, start), block)])
+            return self._diagonal(core, len(lead), start, total)
         out = torch.zeros((*lead, count, total), dtype=self.dtype, device=self.device)
         idx = torch.arange(count, device=self.device)
         out[..., idx, start + idx] = 1.0
@@ -52,11 +81,18 @@ class Representation:
         scale = scale.to(self.dtype).to(self.device)
         b, n = scale.shape
         if self.sparse:
-            return SparseTensor((b, n, total), 0.0, [((0, 0, start), DiagonalBlock(scale, 1))])
+            return self._diagonal(scale, 1, start, total)
         out = torch.zeros((b, n, total), dtype=self.dtype, device=self.device)
         idx = torch.arange(n, device=self.device)
         out[:, idx, start + idx] = scale
         return out
+
+    def _diagonal(self, core: torch.Tensor, delta: int, start: int, total: int):
+        shape = tuple(core.shape) + (total,)
+        block = DiagonalBlock(core, delta)
+        if self.kind == "planned":
+            return Segmented(shape, len(shape) - 1, {start: block}, self.dtype, self.device)
+        return SparseTensor(shape, 0.0, [((0,) * (len(shape) - 1) + (start,), block)])
 
     def per_layer_constant(self, layers, n, value):
         """Metadata of the neurons ``n`` (a :class:`~cfruntime.flow.values.Neurons`) that is one
@@ -65,7 +101,7 @@ class Representation:
         lo, hi = n.start, n.start + n.count
         pieces = [(max(lo, l.offset), min(hi, l.offset + l.size), value(l.index)) for l in layers]
         pieces = [(a, b, v) for a, b, v in pieces if a < b]
-        if not self.sparse:
+        if self.kind != "gbscr":
             vals = torch.cat([torch.full((b - a,), v, dtype=self.dtype) for a, b, v in pieces])
             return vals.reshape(n.shape).to(self.device)
         blocks = []
@@ -87,7 +123,64 @@ class Representation:
         block = ConvBlock(kernel, conv.in_shape[1:], conv.stride, (t, l), lead=(1,))
         if block.out_chw != tuple(conv.out_shape):
             return None
+        if self.kind == "planned":
+            return Segmented(block.shape, 2, {0: block}, self.dtype, self.device)
         return SparseTensor(block.shape, 0.0, [((0, 0, 0), block)], dtype=self.dtype, device=self.device)
 
     def cat(self, parts, dim: int):
         return gb.cat(parts, dim)
+
+    def float_member(self, parts: list[tuple[int, object]], batch: int, total: int):
+        """A Float member of all ``total`` neurons from the stored ``(offset, [B, n_k])`` of the
+        analysed layers (the others are 0): planned, a segmented ``[B, N]`` (no copy)."""
+        if self.kind == "planned":
+            segs = {off: gb.to_dense(v).to(self.dtype) for off, v in parts}
+            return Segmented((batch, total), 1, segs, self.dtype, self.device)
+        return None
+
+    # -- the layers of a coefficient tensor (a layer-granular traverse) --------------------------------
+    def layers_in(self, coeff, layers, current: int) -> list[int]:
+        """The layers analysed before layer ``current`` on which ``coeff`` (``[..., N]`` over all
+        neurons) may be non-zero: the segments present (planned) or the blocks' reach (g-BSCR), both
+        structural; for a dense tensor (which has no structure) those where it holds a non-zero value."""
+        if coeff is None:
+            return []
+        done = [l for l in layers if l.index < current]
+        if isinstance(coeff, Segmented):
+            starts = coeff.parts
+            return [l.index for l in done if l.offset in starts]
+        if not gb.is_sparse(coeff):
+            return [l.index for l in done if bool(coeff[..., l.offset:l.offset + l.size].any())]
+        d = len(coeff.shape) - 1
+        spans = [(st[d], st[d] + b.shape[d]) for st, b in coeff.blocks]
+        return [l.index for l in done if any(lo < l.offset + l.size and l.offset < hi for lo, hi in spans)]
+
+    def take_range(self, coeff, start: int, size: int):
+        """The last dimension of ``coeff`` restricted to ``[start, start + size)``."""
+        if isinstance(coeff, Segmented):
+            part = coeff.parts.get(start)
+            if isinstance(part, torch.Tensor) and part.shape[coeff.sdim] == size:
+                return part
+        return gb.slice_range(coeff, len(coeff.shape) - 1, start, start + size)
+
+    def drop_ranges(self, coeff, ranges):
+        """``coeff`` with its last dimension zero on every ``(start, size)`` of ``ranges``."""
+        d = len(coeff.shape) - 1
+        if isinstance(coeff, Segmented) and all(coeff.parts.get(s) is None or coeff.parts[s].shape[d] == n for s, n in ranges):
+            return coeff.without(ranges)
+        coeff = gb.to_dense(coeff) if isinstance(coeff, Segmented) else coeff
+        if not gb.is_sparse(coeff):
+            out = coeff.clone()
+            for start, size in ranges:
+                out[..., start:start + size] = 0
+            return out
+        width = coeff.shape[d]
+        pieces, at = [], 0
+        for start, size in sorted(ranges):
+            if start > at:
+                pieces.append(gb.slice_range(coeff, d, at, start))
+            pieces.append(SparseTensor(tuple(coeff.shape[:d]) + (size,), 0.0, [], dtype=self.dtype, device=self.device))
+            at = start + size
+        if at < width:
+            pieces.append(gb.slice_range(coeff, d, at, width))
+        return gb.cat(pieces, d) if len(pieces) > 1 else pieces[0]

@@ -29,6 +29,9 @@ class ShapeStore:
         self.rep = rep
         self.values: dict[str, dict[int, object]] = {name: {} for name, _, _ in members}
         self._global: dict[tuple[str, int], object] = {}
+        #: a stored member of one layer seen through a rule's layout (``LayerContext.access``); stored
+        #: values never change, so these views stay valid for the whole run
+        self.views: dict[tuple, object] = {}
         self._full_batch = _BatchedOnce(batch)
 
     def put(self, layer: int, name: str, value) -> None:
@@ -70,6 +73,11 @@ class ShapeStore:
                 consts.append(gb.to_dense(v.const).expand(b, n) if not isinstance(v.const, float) else torch.full((b, n), v.const, dtype=self.rep.dtype))
             out = Affine(self.rep.cat([self._full_batch(c) for c in coeffs], 1), torch.cat(consts, 1))
         else:
+            stored = [(self.offsets[k], v) for k, v in sorted(self.values[name].items())]
+            out = self.rep.float_member(stored, b, self.total)
+            if out is not None:
+                self._global[key] = out
+                return out
             parts = []
             for k, n in enumerate(self.sizes):
                 v = self.values[name].get(k)

@@ -10,7 +10,7 @@ alike.  Depends only on torch and numpy.
 
 from .api import (  # noqa: F401
     add_dim, all, any, binary, cat, clamp, embed_range, expand, expand_dim, from_dense, inner,
-    is_sparse, nbytes, permute, reduce_sum, remove_dim, repeat, shape, slice_range, to_dense,
+    is_segmented, is_sparse, nbytes, permute, reduce_sum, remove_dim, repeat, shape, slice_range, to_dense,
     transpose, unary, where,
 )
 from .block_base import Block, absent_zero_semantics  # noqa: F401
@@ -21,4 +21,5 @@ from .block_dense import DenseBlock  # noqa: F401
 from .block_diagonal import DiagonalBlock  # noqa: F401
 from .block_patches import PatchesBlock  # noqa: F401
 from .block_repeat import RepeatBlock, make_bcast_block  # noqa: F401
+from .segmented import Segmented  # noqa: F401
 from .sparse_tensor import SparseTensor  # noqa: F401

@@ -38,6 +38,7 @@ the dtype of the tensor they meet).
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Sequence
 
 import torch
@@ -47,6 +48,8 @@ from .binary import binary_sparse
 from .block_repeat import make_bcast_block
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
+from . import segmented_ops as _seg
+from .segmented import Segmented
 from .sparse_tensor import SparseTensor
 from .unary import unary_sparse, where_sparse
 
@@ -56,15 +59,25 @@ def is_sparse(x) -> bool:
     return isinstance(x, SparseTensor)
 
 
+def is_segmented(x) -> bool:
+    return isinstance(x, Segmented)
+
+
+def _unseg(x):
+    """A segmented tensor as a general g-BSCR tensor (the fallback of every operation without a
+    segmented fast path); anything else unchanged."""
+    return x.to_sparse() if isinstance(x, Segmented) else x
+
+
 def _dtype_of(x):
-    if isinstance(x, (SparseTensor, torch.Tensor)):
+    if isinstance(x, (SparseTensor, torch.Tensor, Segmented)):
         return x.dtype
     return None
 
 
 def _device_of(args):
     for x in args:
-        if isinstance(x, (SparseTensor, torch.Tensor)):
+        if isinstance(x, (SparseTensor, torch.Tensor, Segmented)):
             return x.device
     return torch.device("cpu")
 
@@ -117,9 +130,17 @@ def _sparse_args(*args):
 def binary(a, b, op: str):
     if op not in BINARY:
         raise ValueError(f"unknown binary op {op!r}")
+    if is_segmented(a) or is_segmented(b):
+        out = _seg.binary(a, b, op)
+        if out is not NotImplemented:
+            return out
+        a, b = _unseg(a), _unseg(b)
     if is_sparse(a) or is_sparse(b):
         sa, sb = _sparse_args(a, b)
         return binary_sparse(sa, sb, op)
+    if op in _PY_OPERATORS and (isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor)) \
+            and (isinstance(a, torch.Tensor) and a.is_floating_point() or isinstance(b, torch.Tensor) and b.is_floating_point()):
+        return _PY_OPERATORS[op](a, b)  # a float tensor and a number: no tensor made for the number
     dev = _device_of((a, b))
     ta, tb = _as_torch(a, (b,), dev), _as_torch(b, (a,), dev)
     if op == "div" and not (ta.is_floating_point() or tb.is_floating_point()):
@@ -127,25 +148,52 @@ def binary(a, b, op: str):
     return BINARY[op](ta, tb)
 
 
+_PY_OPERATORS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
+}
+
+
 def unary(a, op: str):
     if op not in UNARY:
         raise ValueError(f"unknown unary op {op!r}")
+    if is_segmented(a):
+        out = _seg.unary(a, op)
+        if out is not NotImplemented:
+            return out
+        a = _unseg(a)
     if is_sparse(a):
         return unary_sparse(a, op)
     return UNARY[op](_as_torch(a, (), _device_of((a,))))
 
 
 def where(c, a, b):
+    if is_segmented(c) or is_segmented(a) or is_segmented(b):
+        out = _seg.where(c, a, b)
+        if out is not NotImplemented:
+            return out
+        c, a, b = _unseg(c), _unseg(a), _unseg(b)
     if is_sparse(c) or is_sparse(a) or is_sparse(b):
         sc, sa, sb = _sparse_args(c, a, b)
         return where_sparse(sc, sa, sb)
     dev = _device_of((c, a, b))
-    tc = _as_torch(c, (), dev).to(torch.bool)
+    tc = _as_torch(c, (), dev)
+    tc = tc if tc.dtype == torch.bool else tc.to(torch.bool)
+    if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor) and isinstance(a, (torch.Tensor, float)) \
+            and isinstance(b, (torch.Tensor, float)) and (a if isinstance(a, torch.Tensor) else b).is_floating_point():
+        return torch.where(tc, a, b)  # a number branch: no tensor made for it
     ta, tb = _as_torch(a, (b,), dev), _as_torch(b, (a,), dev)
     return torch.where(tc, ta, tb)
 
 
 def clamp(a, min=None, max=None):  # noqa: A002 - mirrors torch.clamp
+    if is_segmented(a):
+        out = _seg.clamp(a, min, max)
+        if out is not NotImplemented:
+            return out
+        a = _unseg(a)
+    if isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
+        return torch.clamp(a, min, max)
     out = a
     if min is not None:
         out = binary(out, min, "max")
@@ -160,10 +208,14 @@ def _norm(dim, ndim):
 
 
 def add_dim(a, dim: int):
+    if is_segmented(a):
+        return a.add_dim(dim)
     return _sh.add_dim(a, dim) if is_sparse(a) else a.unsqueeze(dim)
 
 
 def remove_dim(a, dim: int):
+    if is_segmented(a):
+        return a.remove_dim(dim)
     if is_sparse(a):
         return _sh.remove_dim(a, dim)
     if a.shape[dim] != 1:
@@ -172,6 +224,8 @@ def remove_dim(a, dim: int):
 
 
 def expand_dim(a, dim: int, size: int):
+    if is_segmented(a):
+        return a.expand_dim(dim, size)
     if is_sparse(a):
         return _sh.expand_dim(a, dim, size)
     shape = list(a.shape)
@@ -180,34 +234,58 @@ def expand_dim(a, dim: int, size: int):
 
 
 def expand(a, shape: Sequence[int]):
+    if is_segmented(a) and len(shape) == a.ndim:
+        for d, n in enumerate(shape):
+            a = a.expand_dim(d, n) if n not in (-1, a.shape[d]) else a
+        return a
+    a = _unseg(a)
     return _sh.expand(a, shape) if is_sparse(a) else a.expand(*shape)
 
 
 def repeat(a, dim: int, times: int):
+    a = _unseg(a)
     if is_sparse(a):
         return _sh.repeat(a, dim, times)
     return torch.cat([a] * times, dim=dim)
 
 
 def reduce_sum(a, dim: int, keepdim: bool = False):
+    if is_segmented(a) and not keepdim:
+        out = _seg.reduce_sum(a, dim)
+        if out is not NotImplemented:
+            return out
+    a = _unseg(a)
     return _sh.reduce_sum(a, dim, keepdim) if is_sparse(a) else a.sum(dim, keepdim=keepdim)
 
 
 def permute(a, perm: Sequence[int]):
+    if is_segmented(a):
+        return a.permute(perm)
     return _sh.permute(a, perm) if is_sparse(a) else a.permute(*perm)
 
 
 def transpose(a, d0: int, d1: int):
+    if is_segmented(a):
+        perm = list(range(a.ndim))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return a.permute(perm)
     return _sh.transpose(a, d0, d1) if is_sparse(a) else a.transpose(d0, d1)
 
 
 def slice_range(a, dim: int, start: int, stop: int):
+    if is_segmented(a):
+        return a.slice(dim, start, stop)
     if is_sparse(a):
         return _sh.slice_range(a, dim, start, stop)
     return a.narrow(dim, start, builtins.max(0, stop - start))
 
 
 def embed_range(a, dim: int, start: int, total: int, fill=None):
+    if is_segmented(a) and dim % a.ndim == a.sdim and fill in (None, 0, 0.0):
+        shape = list(a.shape)
+        shape[a.sdim] = total
+        return a.like({s + start: p for s, p in a.parts.items()}, tuple(shape))
+    a = _unseg(a)
     if is_sparse(a):
         return _sh.embed_range(a, dim, start, total, fill)
     dim = _norm(dim, a.dim())
@@ -219,6 +297,7 @@ def embed_range(a, dim: int, start: int, total: int, fill=None):
 
 
 def cat(tensors: Sequence, dim: int):
+    tensors = [_unseg(t) for t in tensors]
     if builtins.any(is_sparse(t) for t in tensors):
         dev = _device_of(tensors)
         return _sh.cat([_as_sparse(t, tensors, dev) for t in tensors], dim)
@@ -233,6 +312,7 @@ def inner(a, b, dim_b: int = -2):
     last dim stays last unless ``dim_b == -1``, in which case the last two dims
     are swapped); then ``torch.matmul`` semantics apply (rank-1 operands are
     treated as vectors, leading dims broadcast)."""
+    a, b = _unseg(a), _unseg(b)
     if is_sparse(a) or is_sparse(b):
         dev = _device_of((a, b))
         sa, sb = _as_sparse(a, (b,), dev), _as_sparse(b, (a,), dev)
@@ -270,7 +350,7 @@ def _inner_sparse(a: SparseTensor, b: SparseTensor, dim_b: int) -> SparseTensor:
 
 # ------------------------------------------------------------ conversion
 def to_dense(a) -> torch.Tensor:
-    return a.to_dense() if is_sparse(a) else a
+    return a.to_dense() if is_sparse(a) or is_segmented(a) else a
 
 
 def from_dense(t: torch.Tensor, background=None) -> SparseTensor:
@@ -282,12 +362,14 @@ def shape(a) -> tuple[int, ...]:
 
 
 def nbytes(a) -> int:
+    a = _unseg(a)
     if is_sparse(a):
         return a.nbytes()
     return a.numel() * a.element_size()
 
 
 def any(a) -> bool:  # noqa: A001 - API name
+    a = _unseg(a)
     if not is_sparse(a):
         return bool(torch.as_tensor(a).any())
     uncovered = a.numel() - a.covered()
@@ -297,6 +379,7 @@ def any(a) -> bool:  # noqa: A001 - API name
 
 
 def all(a) -> bool:  # noqa: A001 - API name
+    a = _unseg(a)
     if not is_sparse(a):
         return bool(torch.as_tensor(a).all())
     uncovered = a.numel() - a.covered()
@@ -308,6 +391,6 @@ def all(a) -> bool:  # noqa: A001 - API name
 __all__ = [
     "SparseTensor", "binary", "unary", "where", "clamp", "add_dim", "remove_dim", "expand_dim",
     "expand", "repeat", "reduce_sum", "permute", "transpose", "slice_range", "embed_range", "cat",
-    "inner", "to_dense", "from_dense", "shape", "nbytes", "any", "all", "is_sparse",
+    "inner", "to_dense", "from_dense", "shape", "nbytes", "any", "all", "is_sparse", "is_segmented",
 ]
 

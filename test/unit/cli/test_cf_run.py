@@ -108,8 +108,10 @@ def test_happy_path_json_schema(tmp_path, tiny_net, csv):
     assert p.returncode == 0, p.stderr
     assert "accuracy" in p.stdout and "certified" in p.stdout
     d = json.loads(out.read_text())
-    assert set(d) == {"certifier", "network", "eps", "n", "labels", "correct", "certified", "margin_lb", "margin_ub", "times"}
+    assert set(d) == {"certifier", "network", "eps", "n", "labels", "correct", "certified", "margin_lb", "margin_ub", "times",
+                      "batch_size"}
     assert set(d["times"]) == {"compile_s", "load_s", "analysis_s"}
+    assert d["batch_size"] == {"requested": 100, "used": 100}
     assert d["certifier"] == "deeppoly" and d["eps"] == 0.002 and d["n"] == 2 and d["labels"] == [3, 7]
     assert len(d["correct"]) == len(d["certified"]) == 2
     for i in range(2):

@@ -2,6 +2,7 @@
 dense torch too): broadcast views are not copied, ``where`` keeps diagonals and skips regions its
 condition cannot change, and masks multiply without densifying."""
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,10 +96,12 @@ def test_a_trailing_unit_dim_keeps_conv_and_patches_blocks(geom, seed):
         assert down.blocks[0][1] is block  # the same block object: nothing was unrolled
 
 
-def test_deeppoly_keeps_conv_coefficients_as_conv_or_patches_blocks():
+@pytest.mark.parametrize("representation", ["gbscr", "planned"])
+def test_deeppoly_keeps_conv_coefficients_as_conv_or_patches_blocks(representation):
     """The traverse's masks, clamps and products on a conv net never unroll a convolution: the
     coefficients of a conv layer's neurons over the input stay conv, patches (or unit-dim view)
-    blocks.  (Rows of the fully-connected layer after the flatten are dense by nature.)"""
+    blocks, in general and in planned g-BSCR.  (Rows of the fully-connected layer after the flatten
+    are dense by nature.)"""
     import sys
     from pathlib import Path
 
@@ -114,19 +117,23 @@ def test_deeppoly_keeps_conv_coefficients_as_conv_or_patches_blocks():
     cert = compile_certifier(*certifier_source("deeppoly"), pipeline_for(True))
     conv_rows = {layer.size for layer in net.layers if layer.linear_kind == "conv"}
     seen = []
-    original = rt.inner
+    original = rt.split_inner
 
-    def spy(a, b, dim):
-        if T.is_sparse(a):
-            seen.extend(blk.kind for _, blk in a.blocks
-                        if blk.shape[-1] == net.layers[0].size and blk.shape[1] in conv_rows)
-        return original(a, b, dim)
+    def spy(x, pos, neg, dim):  # each traverse step substitutes one layer's coefficients
+        if x.shape[1] in conv_rows:
+            if T.is_sparse(x):
+                seen.extend(blk.kind for _, blk in x.blocks)
+            elif T.is_segmented(x):
+                seen.extend(getattr(p, "kind", "dense") for p in x.parts.values())
+            else:
+                seen.append("dense")
+        return original(x, pos, neg, dim)
 
-    rt.inner = spy
+    rt.split_inner = spy
     try:
-        sparse = engine.run_certifier(cert, net, lb, ub)
+        sparse = engine.run_certifier(cert, net, lb, ub, representation=representation)
     finally:
-        rt.inner = original
+        rt.split_inner = original
     dense = engine.run_certifier(cert, net, lb, ub, sparse=False)
     torch.testing.assert_close(sparse.lower, dense.lower, rtol=1e-9, atol=1e-9)
     assert seen and set(seen) <= {"conv", "patches", "unit_dims"}, seen

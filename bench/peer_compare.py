@@ -1,0 +1,280 @@
+"""Benchmark: our compiled certifiers against auto_LiRPA (the hand-written peer), side by side (not a test).
+
+    python bench/peer_compare.py                     # CPU, 2 threads, every row
+    python bench/peer_compare.py --device cuda       # the same on a GPU
+    python bench/peer_compare.py --rows mnist_6x100,mnist_6x100_b1 --certifiers deeppoly
+
+For every row (a shared network and a batch size) and certifier, both tools bound the robustness
+margins ``y_true - y_j`` of the same L-inf boxes (the first ``n`` images at the paper's epsilon) in
+float32, in one process: IBP = auto_LiRPA ``IBP``, CROWN-IBP = ``CROWN-IBP``, DeepPoly =
+``backward`` (CROWN).  Timing is warm: one untimed warm-up batch, then the minimum over ``--repeat``
+runs of the whole set of batches (bound computation only: network loading, compilation and the
+``BoundedModule`` build are excluded; on CUDA the device is synchronised after every batch).
+For one certification (the first batch) the torch operations and host syncs of both tools are
+counted (:class:`cfruntime.op_count.OpCounter`).  Margins are compared with auto_LiRPA's: IBP and
+CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
+bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
+
+Prints a table and writes ``bench/results/peer_compare[_cuda].json``.  auto_LiRPA 0.7.1 lives in
+``../shared/peers`` (set-up in its README: ``onnx2pytorch`` and friends in this environment); without
+it the script says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+PEERS = SHARED / "peers"
+PEER_METHOD = {"ibp": "IBP", "crown_ibp": "CROWN-IBP", "deeppoly": "backward"}
+ALL_CERTIFIERS = ("ibp", "crown_ibp", "deeppoly")
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    net: str
+    batch_cpu: int
+    batch_gpu: int
+    n: int
+
+
+ROWS = [
+    Row("mnist_6x100", "mnist_relu_6_100", 100, 100, 100),
+    Row("mnist_6x100_b1", "mnist_relu_6_100", 1, 1, 10),
+    Row("mnist_9x200", "mnist_relu_9_200", 100, 100, 100),
+    Row("mnist_6x500", "mnist_relu_6_500", 100, 100, 100),
+    Row("mnist_convsmall_diffai", "mnist_convSmallRELU__DiffAI", 10, 100, 100),
+    Row("cifar_convsmall_pgd", "cifar10_convSmallRELU__PGDK", 10, 100, 100),
+    Row("cifar_convmed", "cifar10_convMedRELU", 10, 10, 100),
+    Row("cifar_convbig", "cifar10_convBigRELU", 10, 10, 100),
+]
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(run_batch, batches, device, repeat: int) -> tuple[float, list]:
+    """Warm-up on the first batch, then the minimum over ``repeat`` runs of all batches."""
+    run_batch(batches[0])
+    _sync(device)
+    best, outs = math.inf, None
+    for _ in range(repeat):
+        total, res = 0.0, []
+        for b in batches:
+            t0 = time.perf_counter()
+            out = run_batch(b)
+            _sync(device)
+            total += time.perf_counter() - t0
+            res.append(out)
+        if total < best:
+            best, outs = total, res
+    return best, outs
+
+
+class Ours:
+    """The compiled certifier on the problem's boxes (margin layer per batch made beforehand)."""
+
+    def __init__(self, certifier: str, net, prop, batches, device):
+        from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
+
+        self.cert = compile_certifier(*load_certifier_source(certifier), pipeline_for(True))
+        self.device = device
+        self.work = {}
+        for b in batches:
+            sl = slice(b[0], b[-1] + 1)
+            self.work[b[0]] = (net.with_margin_layer(prop.C[sl]), prop.lb[sl].float().to(device), prop.ub[sl].float().to(device))
+
+    def __call__(self, b):
+        from cfruntime.flow.engine import run_certifier
+
+        mnet, lb, ub = self.work[b[0]]
+        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device).lower
+
+
+class Peer:
+    """auto_LiRPA on the same boxes, through the shared harness's ONNX loader and margin matrix."""
+
+    def __init__(self, onnx_path: Path, prop, batches, device, dense_intermediate: bool = False):
+        import lirpa_bounds as lb
+        from auto_LiRPA import BoundedModule
+
+        model, tnet = lb.load_network(str(onnx_path), "onnx2pytorch")
+        _, dims = lb.onnx_input_info(model)
+        shape = [d if d is not None else 1 for d in dims[1:]]
+        n = prop.lb.shape[0]
+        self.lo = prop.lb.float().reshape(n, *shape).to(device)
+        self.hi = prop.ub.float().reshape(n, *shape).to(device)
+        self.x = (self.lo + self.hi) / 2
+        self.C, self.others = lb.margin_C(prop.labels.to(device), prop.C.shape[1], device, torch.float32)
+        tnet = tnet.to(device, torch.float32)
+        opts = {}
+        if dense_intermediate:
+            opts = {"sparse_intermediate_bounds": False, "sparse_conv_intermediate_bounds": False}
+            if any(node.op_type == "Conv" for node in model.graph.node):
+                opts["conv_mode"] = "matrix"
+        bs = len(batches[0])
+        self.module = BoundedModule(tnet, torch.zeros_like(self.x[:bs]), bound_opts=opts, device=device)
+        self.method = None
+
+    def tensor(self, b):
+        from auto_LiRPA import BoundedTensor, PerturbationLpNorm
+
+        idx = torch.as_tensor(b, device=self.x.device)
+        return idx, BoundedTensor(self.x[idx], PerturbationLpNorm(norm=float("inf"), x_L=self.lo[idx], x_U=self.hi[idx]))
+
+    def bounds(self, idx, bx):
+        with torch.no_grad():
+            lb, _ = self.module.compute_bounds(x=(bx,), method=self.method, C=self.C[idx])
+        return lb
+
+    def __call__(self, b):
+        idx, bx = self.tensor(b)
+        return self.bounds(idx, bx)
+
+
+def _count(fn):
+    from cfruntime.op_count import OpCounter
+
+    with OpCounter() as c:
+        fn()
+    return c.ops, c.syncs
+
+
+def _margins_ours(lowers, labels, others) -> torch.Tensor:
+    low = torch.cat([l.double().cpu() for l in lowers])
+    return low.gather(1, others.cpu())
+
+
+def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None) -> list[dict]:
+    from cfruntime.properties import load_paper_problem
+    from cfruntime.properties.manifest import load_manifest
+
+    n = n_override or row.n
+    batch = row.batch_gpu if device.type == "cuda" else row.batch_cpu
+    net, prop = load_paper_problem(row.net, n)
+    entry = next(e for e in load_manifest() if e.path.stem == row.net)
+    pred = net.forward(prop.x.double()).argmax(1)
+    correct = pred == prop.labels
+    batches = [list(range(s, min(n, s + batch))) for s in range(0, n, batch)]
+    out = []
+    for cert in certifiers:
+        rec = {"row": row.name, "network": row.net, "batch": batch, "n": n, "certifier": cert,
+               "correct": int(correct.sum()), "device": str(device)}
+        try:
+            ours = Ours(cert, net, prop, batches, device)
+            peer = Peer(entry.path, prop, batches, device)
+            peer.method = PEER_METHOD[cert]
+            t_ours, low_ours = _timed(ours, batches, device, repeat)
+            t_peer, low_peer = _timed(peer, batches, device, repeat)
+            ours_m = _margins_ours(low_ours, prop.labels, peer.others)
+            peer_m = torch.cat([l.double().cpu() for l in low_peer])
+            cert_ours = int((((ours_m > 0).all(1)) & correct).sum())
+            cert_peer = int((((peer_m > 0).all(1)) & correct).sum())
+            ops_o, syncs_o = _count(lambda: ours(batches[0]))
+            idx, bx = peer.tensor(batches[0])  # a BoundedTensor cannot be made inside the counting mode
+            ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
+            ref_m = peer_m
+            if cert == "deeppoly":
+                dense = Peer(entry.path, prop, batches, device, dense_intermediate=True)
+                dense.method = "backward"
+                ref_m = torch.cat([dense(b).double().cpu() for b in batches])
+            diff = (ours_m - ref_m).abs()
+            tol_ok = bool((diff <= 1e-3 + 1e-4 * ref_m.abs()).all())
+            rec.update(status="ok", ours_s=t_ours, peer_s=t_peer, ratio=t_ours / t_peer,
+                       certified_ours=cert_ours, certified_peer=cert_peer,
+                       ops_ours=ops_o, syncs_ours=syncs_o, ops_peer=ops_p, syncs_peer=syncs_p,
+                       margin_max_abs_diff=float(diff.max()), margins_agree=tol_ok,
+                       margins_vs="dense-intermediate" if cert == "deeppoly" else "timed run")
+        except Exception as exc:  # noqa: BLE001 - one failing row is reported, the others still run
+            msg = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+            rec.update(status="error", error=msg)
+        out.append(rec)
+        _print(rec)
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    return out
+
+
+HEADER = (f"{'row':24s} {'certifier':9s} {'batch':>5s} {'ours s':>9s} {'peer s':>9s} {'ratio':>6s} "
+          f"{'cert o/p':>9s} {'ops o/p':>13s} {'syncs o/p':>10s} {'margin diff':>11s}")
+
+
+def _print(r: dict) -> None:
+    if r["status"] != "ok":
+        print(f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d}  error: {r['error']}", flush=True)
+        return
+    print(f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d} {r['ours_s']:9.4f} {r['peer_s']:9.4f} {r['ratio']:6.2f} "
+          f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_ours']:6d}/{r['ops_peer']:<6d} "
+          f"{r['syncs_ours']:4d}/{r['syncs_peer']:<5d} {r['margin_max_abs_diff']:11.2e}{'' if r['margins_agree'] else ' !'}",
+          flush=True)
+
+
+def peer_available() -> str | None:
+    """None if auto_LiRPA and the harness import, else why not."""
+    if not (PEERS / "auto_LiRPA").is_dir():
+        return f"{PEERS} not found (the peer tools; see ../shared/peers/README.md)"
+    for p in (str(PEERS / "auto_LiRPA"), str(PEERS)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    try:
+        import auto_LiRPA  # noqa: F401
+        import lirpa_bounds  # noqa: F401
+        import onnx2pytorch  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        return f"auto_LiRPA cannot be imported ({type(exc).__name__}: {exc}); set-up in ../shared/peers/README.md"
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=2, help="CPU threads for both tools (default 2)")
+    ap.add_argument("--rows", default="all", help=f"comma-separated rows, or 'all': {', '.join(r.name for r in ROWS)}")
+    ap.add_argument("--certifiers", default=",".join(ALL_CERTIFIERS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--n", type=int, default=None, help="images per row (default: the row's)")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    why = peer_available()
+    if why is not None:
+        print(f"skipped: {why}")
+        return 0
+    warnings.filterwarnings("ignore")
+    import logging
+
+    logging.getLogger("auto_LiRPA").setLevel(logging.ERROR)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
+    certifiers = args.certifiers.split(",")
+    out = Path(args.out) if args.out else REPO / "bench" / "results" / f"peer_compare{'_cuda' if device.type == 'cuda' else ''}.json"
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32",
+               "repeat": args.repeat, "torch": torch.__version__, "runs": []}
+    print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
+    print(HEADER)
+    for row in rows:
+        results["runs"] += run_row(row, certifiers, device, args.repeat, args.n)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+"""Segmented (planned) g-BSCR tensors equal their dense form under every operation with a fast path,
+and every operation without one still gives the dense result (through the general g-BSCR tensor)."""
+
+import pytest
+import torch
+
+from cfruntime import tensor as gb
+from cfruntime.flow import ops as rt
+from cfruntime.op_count import OpCounter
+from cfruntime.tensor import DiagonalBlock, Segmented
+from cfruntime.tensor import segmented_ops as so
+
+SEGMENTS = [(0, 3), (3, 4), (7, 4), (11, 2)]  # a network of layers of sizes 3, 4, 4, 2
+WIDTH = 13
+ROWS = 4  # rows of the coefficient tensors: a layer of 4 neurons (diagonal parts need rows == size)
+
+
+def random_seg(g, batch=2, rows=ROWS, allow_diag=True, kinds=None) -> Segmented:
+    parts = {}
+    for i, (start, size) in enumerate(SEGMENTS):
+        kind = kinds[i] if kinds else ["absent", "dense", "bcast", "diag"][int(torch.randint(0, 4, (), generator=g))]
+        if kind == "diag" and (not allow_diag or size != rows):
+            kind = "dense"
+        if kind == "dense":
+            parts[start] = torch.randn(batch, rows, size, generator=g, dtype=torch.float64)
+        elif kind == "bcast":
+            parts[start] = torch.randn(1, rows, size, generator=g, dtype=torch.float64)
+        elif kind == "diag":
+            parts[start] = DiagonalBlock(torch.randn(batch, rows, generator=g, dtype=torch.float64), 1)
+    return Segmented((batch, rows, WIDTH), 2, parts, torch.float64, "cpu")
+
+
+def close(a, b):
+    torch.testing.assert_close(gb.to_dense(a), gb.to_dense(b), rtol=1e-12, atol=1e-12)
+
+
+def test_to_dense_places_every_kind():
+    core = torch.tensor([[1.0, 2.0, 3.0, 4.0]], dtype=torch.float64)
+    dense = torch.ones(1, 4, 2, dtype=torch.float64)
+    s = Segmented((1, 4, WIDTH), 2, {3: DiagonalBlock(core, 1), 11: dense}, torch.float64, "cpu")
+    d = s.to_dense()
+    assert torch.equal(d[0, :, 3:7], torch.diag(core[0]))
+    assert torch.equal(d[0, :, 11:13], torch.ones(4, 2, dtype=torch.float64))
+    assert d[..., :3].abs().sum() == 0 and d[..., 7:11].abs().sum() == 0
+    assert torch.equal(s.to_sparse().to_dense(), d)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_elementwise_fast_paths_equal_dense(seed):
+    g = torch.Generator().manual_seed(seed)
+    a, b = random_seg(g), random_seg(g)
+    da, db = a.to_dense(), b.to_dense()
+    close(gb.binary(a, b, "add"), da + db)
+    close(gb.binary(a, b, "sub"), da - db)
+    x = torch.randn(2, ROWS, 1, generator=g, dtype=torch.float64)  # constant along the segmented dim
+    close(gb.binary(a, x, "mul"), da * x)
+    close(gb.binary(x, a, "mul"), x * da)
+    close(gb.binary(a, x.abs() + 1, "div"), da / (x.abs() + 1))
+    close(gb.binary(a, 2.5, "mul"), da * 2.5)
+    close(gb.unary(a, "neg"), -da)
+    close(gb.unary(a, "abs"), da.abs())
+    close(gb.clamp(a, 0.0, None), da.clamp(min=0))
+    close(gb.clamp(a, None, 0.0), da.clamp(max=0))
+    c = torch.rand(2, ROWS, 1, generator=g) > 0.5
+    close(gb.where(c, a, b), torch.where(c, da, db))
+    close(gb.where(c, a, 0.0), torch.where(c, da, torch.zeros(())))
+    close(gb.where(c.expand(2, ROWS, WIDTH), 0.0, b), torch.where(c, torch.zeros(()), db))  # an expanded mask
+    for op in (so.binary(a, x, "mul"), so.binary(a, b, "add"), so.where(c, a, b)):
+        assert isinstance(op, Segmented)  # a fast path, not the general fallback
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operations_without_a_fast_path_fall_back_correctly(seed):
+    g = torch.Generator().manual_seed(seed)
+    a = random_seg(g)
+    da = a.to_dense()
+    full = torch.randn(2, ROWS, WIDTH, generator=g, dtype=torch.float64)  # varies along the segmented dim
+    close(gb.binary(a, full, "mul"), da * full)
+    close(gb.binary(a, full, "max"), torch.maximum(da, full))
+    close(gb.unary(a, "sigmoid"), torch.sigmoid(da))
+    close(gb.reduce_sum(a, 1), da.sum(1))
+    assert gb.any(a) == bool(da.any())
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_structural_ops_equal_dense(seed):
+    g = torch.Generator().manual_seed(seed)
+    a = random_seg(g)
+    da = a.to_dense()
+    close(gb.add_dim(a, 1), da.unsqueeze(1))
+    close(gb.add_dim(a, 3), da.unsqueeze(3))
+    close(gb.remove_dim(gb.add_dim(a, 0), 0), da)
+    one = random_seg(g, batch=1)
+    close(gb.expand_dim(one, 0, 5), one.to_dense().expand(5, ROWS, WIDTH))
+    close(gb.permute(a, [1, 0, 2]), da.permute(1, 0, 2))
+    close(gb.slice_range(a, 1, 1, 3), da[:, 1:3])
+    close(gb.slice_range(a, 2, 3, 11), da[..., 3:11])  # whole segments
+    close(gb.slice_range(a, 2, 5, 12), da[..., 5:12])  # cutting segments
+    close(gb.embed_range(gb.slice_range(a, 2, 3, 11), 2, 3, WIDTH), torch.cat([0 * da[..., :3], da[..., 3:11], 0 * da[..., 11:]], -1))
+
+
+def _split_dense(x, p, n, dim):
+    return (x.clamp(min=0) * p + x.clamp(max=0) * n).sum(dim)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_concretisation_over_segments_equals_dense(seed):
+    """``split_inner`` over the segmented dimension against per-neuron bounds ``[B, 1, N]``."""
+    g = torch.Generator().manual_seed(seed)
+    x = random_seg(g)
+    lo = torch.randn(2, 1, WIDTH, generator=g, dtype=torch.float64)
+    hi = lo + torch.rand(2, 1, WIDTH, generator=g, dtype=torch.float64)
+    lo_seg = Segmented((2, 1, WIDTH), 2, {s: lo[..., s:s + n] for s, n in SEGMENTS[:3]}, torch.float64, "cpu")
+    hi_seg = Segmented((2, 1, WIDTH), 2, {s: hi[..., s:s + n] for s, n in SEGMENTS[:3]}, torch.float64, "cpu")
+    lo_d, hi_d = lo_seg.to_dense(), hi_seg.to_dense()
+    dx = x.to_dense()
+    close(rt.split_inner(x, lo_seg, hi_seg, 2), _split_dense(dx, lo_d, hi_d, 2))
+    close(rt.split_inner(x, lo, hi, 2), _split_dense(dx, lo, hi, 2))
+    close(rt.inner(x, lo_seg, 2), (dx * lo_d).sum(2))
+    got_lo, got_hi = rt.interval_inner(x, lo_seg, hi_seg, 2)
+    close(got_lo, _split_dense(dx, lo_d, hi_d, 2))
+    close(got_hi, _split_dense(dx, hi_d, lo_d, 2))
+    big = torch.randn(3, 64, 6000, generator=g, dtype=torch.float64)  # the centre/radius form (big x)
+    blo = torch.randn(3, 1, 6000, generator=g, dtype=torch.float64)
+    bhi = blo + 1
+    close(rt.split_inner(big, blo, bhi, 2), _split_dense(big, blo, bhi, 2))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_substitution_through_a_layer_equals_dense(seed):
+    """``split_inner(x [B, m, k, 1], L [B, 1, k, N], U, 2)``: back-substitution through one layer,
+    segment by segment of the layer's polyhedra (dense, diagonal, shared by L and U)."""
+    g = torch.Generator().manual_seed(seed)
+    kinds_l = [["dense", "diag", "absent", "bcast"][int(torch.randint(0, 4, (), generator=g))] for _ in SEGMENTS]
+    L = random_seg(g, kinds=kinds_l)
+    U = random_seg(g, kinds=kinds_l)
+    shared = Segmented(U.shape, 2, {s: (L.parts[s] if i % 2 == 0 and s in L.parts else p) for i, (s, p) in enumerate(U.parts.items())}, torch.float64, "cpu")
+    x = torch.randn(2, 3, ROWS, 1, generator=g, dtype=torch.float64)
+    for pos, neg in ((L, U), (L, shared), (L, L)):
+        got = rt.split_inner(x, gb.add_dim(pos, 1), gb.add_dim(neg, 1), 2)
+        assert isinstance(got, Segmented)
+        want = _split_dense(x, pos.to_dense().unsqueeze(1), neg.to_dense().unsqueeze(1), 2)
+        close(got, want)
+    seg_x = Segmented((2, 3, ROWS), 2, {0: x.squeeze(-1)}, torch.float64, "cpu")  # a one-segment coefficient
+    close(rt.split_inner(gb.add_dim(seg_x, 3), gb.add_dim(L, 1), gb.add_dim(U, 1), 2),
+          _split_dense(x, L.to_dense().unsqueeze(1), U.to_dense().unsqueeze(1), 2))
+
+
+def test_planned_operations_never_read_values():
+    """No fast path synchronises with the device: zero host syncs for a whole substitution step."""
+    g = torch.Generator().manual_seed(0)
+    L, U = random_seg(g, kinds=["dense", "diag", "dense", "absent"]), random_seg(g, kinds=["dense", "diag", "dense", "absent"])
+    x = torch.randn(2, 3, ROWS, 1, generator=g, dtype=torch.float64)
+    lo = torch.randn(2, 1, WIDTH, dtype=torch.float64)
+    with OpCounter() as c:
+        r = rt.split_inner(x, gb.add_dim(L, 1), gb.add_dim(U, 1), 2)
+        r = gb.binary(r, r, "add")
+        rt.interval_inner(r, lo, lo + 1, 2)
+    assert c.syncs == 0
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_masks_products_and_sums_equal_dense(seed):
+    """DeepZ's concretisation on segmented SymExp coefficients: a comparison with 0 is a mask (absent
+    stays false), its complement is true outside its parts, masks select, products of two
+    coefficient tensors and sums over either dimension keep the layout."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = random_seg(g), random_seg(g)
+    da, db = a.to_dense(), b.to_dense()
+    pos = gb.binary(a, 0.0, "gt")
+    assert isinstance(pos, Segmented) and pos.dtype == torch.bool
+    close(pos, da > 0)
+    notpos = gb.unary(pos, "not")
+    close(notpos, ~(da > 0))
+    neg_a = gb.binary(a, -1.0, "mul")
+    for mask, dmask in ((pos, da > 0), (notpos, ~(da > 0))):
+        close(rt.mult(mask, neg_a), torch.where(dmask, -da, torch.zeros(())))
+        close(gb.where(mask, b, 0.0), torch.where(dmask, db, torch.zeros(())))
+    close(gb.binary(a, b, "mul"), da * db)
+    close(gb.reduce_sum(a, 2), da.sum(2))
+    close(gb.reduce_sum(a, 1), da.sum(1))
+    close(rt.reduce(a, 2, "sum", WIDTH), da.sum(2))
+    assert isinstance(rt.mult(notpos, neg_a), Segmented)
