@@ -432,6 +432,33 @@ class IntervalInnerOp(_DimSyntax, IRDLOperation):
 
 
 @irdl_op_definition
+class SubstituteOp(_DimSyntax, IRDLOperation):
+    """Back-substitution through one layer: the PolyExp ``sum over dim of c+ * L + c- * U`` for
+    coefficients ``c`` on a layer's neurons and their lower/upper PolyExps ``L``/``U`` -- what
+    ``combine_poly(split_inner(add_dim(c), coeff(L), coeff(U)), split_inner(c, const(L), const(U)))``
+    computes, as one op: the runtime splits ``c`` by sign once for both parts, and where ``L`` and
+    ``U`` are one value (an affine layer's) it is ``c . L``.
+
+    ``%r = cftensor.substitute %c, %l, %u[2] : (!cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
+    """
+
+    name = "cftensor.substitute"
+    coeffs = operand_def(TensorType)
+    lower = operand_def(TensorType)
+    upper = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, coeffs: SSAValue, lower: SSAValue, upper: SSAValue, dim: int, type: TensorType):
+        super().__init__(operands=[coeffs, lower, upper], properties={"dim": IntAttr(dim)}, result_types=[type])
+
+    def verify_(self) -> None:
+        if meta(self.lower).top.type != "P" or meta(self.upper).top.type != "P" or meta(self.result).top.type != "P":
+            raise VerifyException("'cftensor.substitute' replaces summands by PolyExps and gives a PolyExp")
+
+
+@irdl_op_definition
 class MaskedReduceOp(_DimSyntax, IRDLOperation):
     """The minimum (``size "min"``) or maximum (``size "max"``) over dimension ``dim`` of ``values``
     taken only where ``mask_of`` is non-zero, the reduction's identity (``+inf``/``-inf``) where it is
@@ -819,7 +846,7 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, MaskedReduceOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, MaskedReduceOp,
         RuleOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
     ],
     [TensorType],

@@ -142,6 +142,12 @@ def _(op: ct.IntervalInnerOp, out: _Out) -> None:
 
 
 @emit_op.register
+def _(op: ct.SubstituteOp, out: _Out) -> None:
+    c, lo, hi = out.args(op)
+    out.assign(op, f"rt.substitute({c}, {lo}, {hi}, {op.dim.data})")
+
+
+@emit_op.register
 def _(op: ct.MaskedReduceOp, out: _Out) -> None:
     c, p = out.args(op)
     out.assign(op, f"rt.masked_reduce({c}, {p}, {op.dim.data}, {op.size.data!r})")

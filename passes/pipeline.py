@@ -31,6 +31,7 @@ from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
 from cfmlir.passes.rewrite_nonzero_mask import NonzeroAny, NonzeroMask
 from cfmlir.passes.rewrite_reduce_distribute import DistributeReduce
 from cfmlir.passes.rewrite_split_inner import SplitInner
+from cfmlir.passes.rewrite_substitute import Substitute
 from cfmlir.passes.rewrite_ternary_to_arith import TernaryToArith
 from cfmlir.passes.shape_analysis import ShapeAnalysisPass
 from cfmlir.passes.uniform_branch import UniformBranchPass
@@ -67,12 +68,13 @@ PASSES: dict[str, type[ModulePass]] = {
     "split-inner": _rewrite("split-inner", SplitInner),
     "masked-reduce": _rewrite("masked-reduce", MaskedReduce),
     "interval-inner": _rewrite("interval-inner", IntervalInner),
+    "substitute": _rewrite("substitute", Substitute),
     "fold-parts": _rewrite("fold-parts", FoldParts),
     "fold-constants": _rewrite("fold-constants", FoldConstants),
     "domain-rewrites": _rewrite(
         "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
         DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce, IntervalInner,
-        doc="All domain rewrites together, to a fixpoint.",
+        Substitute, doc="All domain rewrites together, to a fixpoint.",
     ),
     "uniform-branch": UniformBranchPass,
     "cse": CommonSubexpressionElimination,

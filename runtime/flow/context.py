@@ -12,6 +12,7 @@ import torch
 
 from cfruntime import tensor as gb
 from cfruntime.flow import parameters
+from cfruntime.flow.layout import layout_of
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.values import Affine, Neurons
 from cfruntime.tensor import Segmented
@@ -26,9 +27,11 @@ class LayerContext:
         self.batch = batch
         self.sym_next = sym_start
         self.sym_total = sym_total
+        self.layout = layout_of(network)
+        sizes = self.layout.sizes
         self._sizes = {
-            "batch": batch, "curr": layer.size, "poly": store.total, "sym": sym_total,
-            "prev": network[layer.preds[0]].size if layer.preds else 0,
+            "batch": batch, "curr": sizes[layer.index], "poly": store.total, "sym": sym_total,
+            "prev": sizes[layer.preds[0]] if layer.preds else 0,
         }
 
     # -- sizes and inputs ----------------------------------------------------------------------------
@@ -39,8 +42,7 @@ class LayerContext:
         return out
 
     def _layer_neurons(self, k: int, dim: int, rank: int) -> Neurons:
-        layer = self.network[k]
-        return Neurons(layer.offset, layer.size, dim, rank)
+        return Neurons(self.layout.offsets[k], self.layout.sizes[k], dim, rank)
 
     def input(self, name: str):
         layer = self.layer
@@ -130,10 +132,11 @@ class LayerContext:
         if self.rep.planned and letter not in "PS":
             # per layer, the cached view of the stored values: a segmented tensor without a copy
             parts = {}
-            for layer in self.network.layers:
-                if layer.index in self.store.values[member] and n.start <= layer.offset and layer.offset + layer.size <= n.start + n.count:
-                    part = self.access(Neurons(layer.offset, layer.size, n.dim, n.rank), member)
-                    parts[layer.offset - n.start] = part
+            offsets, sizes = self.layout.offsets, self.layout.sizes
+            for k in self.store.values[member]:
+                if n.start <= offsets[k] and offsets[k] + sizes[k] <= n.start + n.count:
+                    parts[offsets[k] - n.start] = self.access(Neurons(offsets[k], sizes[k], n.dim, n.rank), member)
+            parts = dict(sorted(parts.items()))
             shape = list(n.shape)
             shape[0] = self.batch
             return Segmented(shape, n.dim, parts, self.rep.dtype, self.rep.device)
@@ -157,8 +160,7 @@ class LayerContext:
     # -- layer-granular traverse ---------------------------------------------------------------------
     def layer_neurons(self, k: int, rank: int) -> Neurons:
         """The neurons of layer ``k`` laid out along the last of ``rank`` dimensions."""
-        layer = self.network[k]
-        return Neurons(layer.offset, layer.size, rank - 1, rank)
+        return Neurons(self.layout.offsets[k], self.layout.sizes[k], rank - 1, rank)
 
     def traverse_layers(self, e: Affine, priority, replace, rank: int) -> Affine:
         """``cftensor.layer_traverse``: substitute whole layers of ``e`` in priority order.
@@ -170,11 +172,11 @@ class LayerContext:
         whose stop is false, picks those of minimal priority, removes their summands and adds their
         replacements; it ends when no such layer is left."""
         coeff, const = e.coeff, e.const
-        layers = self.network.layers
+        offsets, sizes = self.layout.offsets, self.layout.sizes
         known: dict[int, tuple] = {}
-        for _ in range(4 * len(layers) + 8):
+        for _ in range(4 * len(offsets) + 8):
             cands = []
-            for k in self.rep.layers_in(coeff, layers, self.layer.index):
+            for k in self.rep.layers_in(coeff, self.layout, self.layer.index):
                 if k not in known:
                     with self._laying(k):
                         p, stop = priority(self.layer_neurons(k, rank))
@@ -185,30 +187,20 @@ class LayerContext:
             if not cands:
                 return Affine(coeff, const)
             best = min(p for p, _ in cands)
-            chosen = [layers[k] for p, k in cands if p == best]
-            taken = [(l, self.rep.take_range(coeff, l.offset, l.size)) for l in chosen]
-            coeff = self.rep.drop_ranges(coeff, [(l.offset, l.size) for l in chosen])
-            for l, c in taken:
-                with self._laying(l.index):
-                    r = replace(self.layer_neurons(l.index, rank), c)
+            chosen = [k for p, k in cands if p == best]
+            taken = [(k, self.rep.take_range(coeff, offsets[k], sizes[k])) for k in chosen]
+            coeff = self.rep.drop_ranges(coeff, [(offsets[k], sizes[k]) for k in chosen])
+            for k, c in taken:
+                with self._laying(k):
+                    r = replace(self.layer_neurons(k, rank), c)
                 if r.coeff is not None:
                     coeff = r.coeff if coeff is None else gb.binary(coeff, r.coeff, "add")
                 const = _add(const, r.const)
         raise RuntimeError("a layer-granular traverse did not finish (does the replacement re-introduce the layer it replaces?)")
 
-    def _laying(self, k: int):
+    def _laying(self, k: int) -> "_Laying":
         """While a traverse step runs on layer ``k``: ``ctx.size('lay')`` is its size."""
-        ctx = self
-
-        class _Scope:
-            def __enter__(self):
-                self.old = ctx._sizes.get("lay")
-                ctx._sizes["lay"] = ctx.network[k].size
-
-            def __exit__(self, *exc):
-                ctx._sizes["lay"] = self.old
-
-        return _Scope()
+        return _Laying(self._sizes, self.layout.sizes[k])
 
     # -- PolyExp/SymExp constructors -----------------------------------------------------------------
     def dot(self, n: Neurons, w) -> Affine:
@@ -231,10 +223,23 @@ class LayerContext:
 
 
 def _layer_containing(net, start: int, count: int) -> int | None:
-    for layer in net.layers:
-        if layer.offset <= start and start + count <= layer.offset + layer.size:
-            return layer.index
-    return None
+    return layout_of(net).containing(start, count)
+
+
+class _Laying:
+    """Sets ``sizes['lay']`` for the duration of a ``with`` block (nested traverses restore it)."""
+
+    __slots__ = ("sizes", "size", "old")
+
+    def __init__(self, sizes: dict, size: int) -> None:
+        self.sizes, self.size = sizes, size
+
+    def __enter__(self) -> None:
+        self.old = self.sizes.get("lay")
+        self.sizes["lay"] = self.size
+
+    def __exit__(self, *exc) -> None:
+        self.sizes["lay"] = self.old
 
 
 def _add(a, b):

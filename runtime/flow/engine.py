@@ -202,15 +202,12 @@ def _initial(letter: str, role: str, name: str, lb, ub, rep: Representation, cer
 
 
 def _materialise(v, letter: str, b: int, n: int, rep: Representation):
-    """A rule result as a stored value: full ``[B, n]`` constants; coefficients may keep a broadcast
-    batch dimension (they are shared by the whole batch)."""
-    if isinstance(v, Affine):
+    """A rule result as a stored value: Float members full ``[B, n]``; a PolyExp/SymExp keeps a
+    number as its constant (the same for every neuron: ReLU's lower polyhedron has constant 0), and
+    its parts may keep a broadcast batch dimension (an affine layer's are shared by the batch)."""
+    if isinstance(v, Affine):  # its constant may broadcast over the batch, like its coefficients
         const = v.const
-        if isinstance(const, (int, float)):
-            const = torch.full((b, n), float(const), dtype=rep.dtype, device=rep.device)
-        else:
-            const = _full(gb.to_dense(const), b, n)
-        return Affine(v.coeff, const)
+        return Affine(v.coeff, float(const) if isinstance(const, (int, float)) else gb.to_dense(const))
     if isinstance(v, (int, float)):
         return torch.full((b, n), float(v), dtype=rep.dtype, device=rep.device)
     return _full(gb.to_dense(v).to(rep.dtype), b, n)

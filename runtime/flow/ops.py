@@ -74,6 +74,8 @@ def mult(a, b):
     for m, x in ((a, b), (b, a)):
         if _is_bool(m) and not _is_bool(x) and not _is_scalar(x):
             return prune(where(m, x, 0.0), unchanged=x)
+        if _is_bool(m) and _is_scalar(x) and not isinstance(x, bool) and x == 0:
+            return 0.0  # a mask times zero is zero everywhere: a number, not a tensor of zeros
     return prune(binary("mul", a, b))
 
 
@@ -139,12 +141,14 @@ def remove_dim(a, dim: int):
 
 
 def repeat(a, dim: int, size: int):
-    """Broadcast a size-1 dimension to ``size`` (a view; no-op if it already has that size)."""
+    """Broadcast a size-1 dimension to ``size``.  A plain torch tensor keeps its size 1 there (the
+    broadcasting contract: every op broadcasts, so no view is made); a segmented tensor records the
+    size in its shape (no op); a general g-BSCR tensor becomes a repeat view."""
     if _is_scalar(a) or isinstance(a, Neurons):
         return a
     if isinstance(a, Affine):
         return Affine(None if a.coeff is None else repeat(a.coeff, dim, size), repeat(a.const, dim, size))
-    if _rank(a) <= dim or a.shape[dim] == size:
+    if isinstance(a, torch.Tensor) or _rank(a) <= dim or a.shape[dim] == size:
         return a
     return gb.expand_dim(a, dim, size)
 
@@ -225,6 +229,19 @@ def split_inner(x, pos, neg, dim: int):
     return binary("add", inner(clamp(x, 0.0, None), pos, dim), inner(clamp(x, None, 0.0), neg, dim))
 
 
+def substitute(c, lower: Affine, upper: Affine, dim: int) -> Affine:
+    """``sum over dim of c+ * lower + c- * upper`` for PolyExps ``lower``/``upper`` of the summands'
+    neurons: ``affine(split_inner(add_dim(c), coeff(lower), coeff(upper), dim), split_inner(c,
+    constant(lower), constant(upper), dim))`` -- back-substitution through one layer."""
+    r = _rank(c)
+    if lower.coeff is not None and upper.coeff is not None and dim % r == r - 1:
+        out = seg_ops.substitute(c, lower, upper, lower.coeff, lower.const, upper.coeff, upper.const)
+        if out is not NotImplemented:
+            return Affine(*out)
+    x = add_dim(c, r)
+    return Affine(split_inner(x, coeff(lower), coeff(upper), dim), split_inner(c, lower.const, upper.const, dim))
+
+
 def interval_inner(x, lo, hi, dim: int):
     """``(split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim))``: the lower and upper bound of
     ``sum x * v`` over the box ``lo <= v <= hi``, from one centre and one radius product."""
@@ -246,7 +263,8 @@ def _same_blocks_within_reach(x, pos, neg, dim: int) -> bool:
     """Whether ``pos`` and ``neg`` hold the same values wherever ``x`` is non-zero along ``dim``:
     the same blocks (one stored value seen through the same structural ops: equal geometry over the
     same storage), or equal plain tensors there."""
-    if not gb.is_sparse(x) or len(x.shape) != len(pos.shape) or tuple(pos.shape) != tuple(neg.shape):
+    if not gb.is_sparse(x) or _is_scalar(pos) or _is_scalar(neg) or len(x.shape) != len(pos.shape) \
+            or tuple(pos.shape) != tuple(neg.shape):
         return False
     d = dim % len(x.shape)
     reach = [(s[d], s[d] + b.shape[d]) for s, b in x.blocks] if same_value(x.background, 0) else [(0, x.shape[d])]

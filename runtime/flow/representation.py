@@ -139,21 +139,25 @@ class Representation:
         return None
 
     # -- the layers of a coefficient tensor (a layer-granular traverse) --------------------------------
-    def layers_in(self, coeff, layers, current: int) -> list[int]:
+    def layers_in(self, coeff, layout, current: int) -> list[int]:
         """The layers analysed before layer ``current`` on which ``coeff`` (``[..., N]`` over all
         neurons) may be non-zero: the segments present (planned) or the blocks' reach (g-BSCR), both
-        structural; for a dense tensor (which has no structure) those where it holds a non-zero value."""
+        structural; for a dense tensor (which has no structure) those where it holds a non-zero value.
+        ``layout`` is the network's :class:`~cfruntime.flow.layout.NetworkLayout`."""
         if coeff is None:
             return []
-        done = [l for l in layers if l.index < current]
         if isinstance(coeff, Segmented):
-            starts = coeff.parts
-            return [l.index for l in done if l.offset in starts]
+            at, sizes = layout.layer_at, layout.sizes
+            ks = [at.get(s) for s in coeff.parts]
+            if all(k is not None and coeff.parts[s].shape[coeff.sdim] == sizes[k] for s, k in zip(coeff.parts, ks)):
+                return sorted(k for k in ks if k < current)
+            coeff = coeff.to_sparse()  # parts that are not whole layers: read the general blocks
+        done = [(k, off, n) for k, (off, n) in enumerate(zip(layout.offsets, layout.sizes)) if k < current]
         if not gb.is_sparse(coeff):
-            return [l.index for l in done if bool(coeff[..., l.offset:l.offset + l.size].any())]
+            return [k for k, off, n in done if bool(coeff[..., off:off + n].any())]
         d = len(coeff.shape) - 1
         spans = [(st[d], st[d] + b.shape[d]) for st, b in coeff.blocks]
-        return [l.index for l in done if any(lo < l.offset + l.size and l.offset < hi for lo, hi in spans)]
+        return [k for k, off, n in done if any(lo < off + n and off < hi for lo, hi in spans)]
 
     def take_range(self, coeff, start: int, size: int):
         """The last dimension of ``coeff`` restricted to ``[start, start + size)``."""

@@ -85,7 +85,7 @@ class PatchesBlock(Block):
         u = unfold_image(img, self.k_hw, self.stride, self.padding, self.out_chw[1:])
         # [N, Ci, kh, kw, Ho, Wo] -> [N, 1, Ho, Wo, Ci, kh, kw]
         u = u.permute(0, 4, 5, 1, 2, 3).unsqueeze(1)
-        u = u.reshape(lead + tuple(u.shape[1:]))
+        u = u.reshape(lead + tuple(u.shape[1:])).contiguous()  # so the product is laid out as the core
         return self.with_core(self.core * u)
 
     # ------------------------------------------------- reading the footprint

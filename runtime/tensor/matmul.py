@@ -105,14 +105,21 @@ def _scale_cols(Y: Block, c: torch.Tensor, out_shape):
 
 
 def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
-    """X @ M_conv: every row of X is an output-map gradient -> conv_transpose2d."""
+    """X @ M_conv: every row of X is an output-map gradient -> conv_transpose2d (on the CPU, onto a
+    one-channel image, as its col2im form ``fold(W^T x)``: about 2.5x faster there; with more
+    channels conv_transpose2d is faster)."""
     ca = _full_k(A.core, -1, A.shape[-1])
     co, ho, wo = C.out_chw
     (hi, wi), (sh, sw), (ph, pw), (kh, kw) = C.in_hw, C.stride, C.padding, C.k_hw
-    oph = hi - ((ho - 1) * sh - 2 * ph + kh)
-    opw = wi - ((wo - 1) * sw - 2 * pw + kw)
     x = ca.reshape(-1, co, ho, wo)
-    y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
+    ci = C.weight.shape[1]
+    if x.device.type == "cpu" and ci == 1:
+        cols = torch.matmul(C.weight.reshape(co, ci * kh * kw).t(), x.reshape(-1, co, ho * wo))
+        y = F.fold(cols, (hi, wi), (kh, kw), padding=(ph, pw), stride=(sh, sw))
+    else:
+        oph = hi - ((ho - 1) * sh - 2 * ph + kh)
+        opw = wi - ((wo - 1) * sw - 2 * pw + kw)
+        y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
     return make_bcast_block(y.reshape(tuple(ca.shape[:-1]) + (out_shape[-1],)), out_shape)
 
 

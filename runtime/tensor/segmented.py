@@ -63,15 +63,16 @@ class Segmented:
     """A tensor of shape ``shape`` whose dimension ``sdim`` is segmented; ``parts`` maps a segment's
     start to its part (see the module docstring)."""
 
-    __slots__ = ("shape", "sdim", "parts", "dtype", "device", "fill")
+    __slots__ = ("shape", "sdim", "parts", "dtype", "device", "fill", "memo")
 
     def __init__(self, shape, sdim: int, parts: dict, dtype: torch.dtype, device, fill=0):
         self.shape = tuple(int(s) for s in shape)
         self.sdim = sdim % len(self.shape)
         self.parts = parts
         self.dtype = dtype
-        self.device = torch.device(device)
+        self.device = torch.device(device) if not isinstance(device, torch.device) else device
         self.fill = fill
+        self.memo: dict | None = None  # views derived from this (immutable) tensor, made once
 
     # -- basics ----------------------------------------------------------------------------------
     @property
@@ -193,6 +194,15 @@ class Segmented:
 
     def part(self, start: int):
         return self.parts.get(start)
+
+    def without_unit_dim(self, dim: int) -> dict:
+        """Its parts with the size-1 dimension ``dim`` removed, made once per tensor."""
+        memo = self.memo if self.memo is not None else {}
+        self.memo = memo
+        key = ("unit", dim)
+        if key not in memo:
+            memo[key] = {s: p.squeeze(dim) if isinstance(p, torch.Tensor) else p.remove_dim(dim, 0) for s, p in self.parts.items()}
+        return memo[key]
 
 
 # -- constructors ----------------------------------------------------------------------------------

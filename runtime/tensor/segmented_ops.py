@@ -57,8 +57,20 @@ def _promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
     return a if a == b else torch.promote_types(a, b)
 
 
-#: Up to this many entries of a product, ``sum(x * v)`` (two ops) beats a batched matrix product.
-SMALL_PRODUCT = 1 << 16
+#: Up to this many entries, an elementwise form (``sum(x * v)``, a ``where`` over ``x``) beats batched
+#: matrix products and clamps: fewer operations.  Above it, torch's broadcasting ``where`` and big
+#: temporaries cost more than the operations they save (measured on CPU).
+SMALL_PRODUCT = 1 << 13
+
+
+def _product_numel(x: torch.Tensor, v: torch.Tensor) -> int:
+    """Entries of the broadcast product ``x * v``."""
+    n = 1
+    for a, b in zip(x.shape[::-1], v.shape[::-1]):
+        n *= max(a, b)
+    for a in (x.shape if x.dim() > v.dim() else v.shape)[:abs(x.dim() - v.dim())]:
+        n *= a
+    return n
 
 
 def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -69,7 +81,9 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return torch.bmm(a, b)
         if ba == 1:
             return torch.bmm(a.expand(bb, -1, -1), b)
-        if bb == 1:
+        if bb == 1:  # one matrix for the whole batch: a single matrix product over the stacked rows
+            if a.is_contiguous():
+                return torch.mm(a.view(-1, a.shape[2]), b[0]).view(ba, a.shape[1], b.shape[2])
             return torch.bmm(a, b.expand(ba, -1, -1))
     return torch.matmul(a, b)
 
@@ -468,7 +482,8 @@ def _contract_last(x, p, n):
         if x.numel() >= BOX_FORM_MIN:  # centre/radius: one pass over x fewer than the clamps
             half_p, half_n = p * 0.5, n * 0.5
             return _dot_last(x, half_p + half_n) + _dot_last(x.abs(), half_p - half_n)
-        return (x * torch.where(x >= 0, p, n)).sum(-1)  # each coefficient meets its bound
+        if _product_numel(x, p) <= SMALL_PRODUCT:
+            return (x * torch.where(x >= 0, p, n)).sum(-1)  # each coefficient meets its bound
     return _dot_last(_pos(x), p) + _dot_last(_neg(x), n)
 
 
@@ -505,6 +520,8 @@ def _segment_of(v, start: int, width: int, sdim: int):
 def split_inner(x, pos, neg, dim: int, same: bool = False):
     """``sum over dim of clamp(x, 0) * pos + clamp(x, max=0) * neg`` (``same``: ``pos`` and ``neg``
     are one value, so ``sum(x * pos)``), for the planned layouts; NotImplemented otherwise."""
+    if not all(isinstance(v, (torch.Tensor, Segmented)) for v in (x, pos, neg)):
+        return NotImplemented
     r = len(x.shape)
     dim %= r
     if _filled(x, pos, neg):
@@ -554,9 +571,15 @@ def _split_through(x, pos, neg, same: bool):
         else:
             nm = None if n is None else _drop_unit(n, r - 3)
             if isinstance(xm, torch.Tensor) and _is_row_diag(pm) and _is_row_diag(nm):
-                # x+ diag(p) + x- diag(n) == x * (x >= 0 ? p : n), column by column
-                sign = (xm >= 0) if sign is None else sign
-                term = xm * torch.where(sign, pm.core.unsqueeze(-2), nm.core.unsqueeze(-2))
+                # x+ diag(p) + x- diag(n), column by column: x * (x >= 0 ? p : n) for small x, else
+                # x * n + x+ * (p - n) (torch's broadcasting where is slow on big tensors)
+                dp, dn = pm.core.unsqueeze(-2), nm.core.unsqueeze(-2)
+                if xm.numel() <= SMALL_PRODUCT:
+                    sign = (xm >= 0) if sign is None else sign
+                    term = xm * torch.where(sign, dp, dn)
+                else:
+                    xplus = _pos(xm) if xplus is None else xplus
+                    term = xm * dn + xplus * (dp - dn)
             else:
                 term = None
                 if pm is not None:
@@ -587,17 +610,32 @@ def _abs(p):
     return p.abs() if isinstance(p, torch.Tensor) else p.map_values(torch.abs)
 
 
+def _memo(t: torch.Tensor, key, make):
+    """A value derived from the tensor ``t`` (a stored member's view: the same object all run long),
+    made once and kept on it."""
+    cache = t.__dict__.setdefault("_cf_memo", {})
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = make()
+    return hit
+
+
+def _column(v: torch.Tensor) -> torch.Tensor:
+    """``v [B, 1, k]`` as the column ``[B, k, 1]`` (a view, made once per tensor)."""
+    return _memo(v, "column", lambda: v.transpose(1, 2))
+
+
 def _dot_last(xx, v):
     """``sum_k xx[..., m, k] v[..., 0, k]`` -> ``[..., m]`` for a part ``xx`` and a tensor ``v``."""
     if isinstance(xx, DiagonalBlock) and xx.delta == len(xx.shape) - 2:
         return xx.core * v.squeeze(-2)
     if isinstance(xx, torch.Tensor):
         if xx.dim() == 3 and v.dim() == 3:
-            if max(xx.shape[0], v.shape[0]) * xx.shape[1] * xx.shape[2] <= SMALL_PRODUCT:
+            if _product_numel(xx, v) <= SMALL_PRODUCT:
                 return (xx * v).sum(-1)
             if xx.shape[0] == 1 and v.shape[0] != 1:  # shared weights against a batch: one matrix product
                 return torch.mm(v.reshape(v.shape[0], v.shape[2]), xx[0].t())
-            return _bmm(xx, v.transpose(1, 2)).squeeze(-1)
+            return _bmm(xx, _column(v)).squeeze(-1)
         return (xx * v).sum(-1)
     out = _mm(xx, v.transpose(-1, -2))
     return (out if isinstance(out, torch.Tensor) else part_dense(out)).squeeze(-1)
@@ -607,6 +645,8 @@ def interval_inner(x, lo, hi, dim: int):
     """``(split_inner(x, lo, hi), split_inner(x, hi, lo))`` over the last dimension, for ``lo``/``hi``
     ``[..., 1, W]`` (plain or segmented like ``x``): ``A -/+ R`` with ``A = x . (lo + hi)/2`` and
     ``R = |x| . (hi - lo)/2``; NotImplemented for other layouts."""
+    if not all(isinstance(v, (torch.Tensor, Segmented)) for v in (x, lo, hi)):
+        return NotImplemented
     r = len(x.shape)
     if _filled(x, lo, hi) or dim % r != r - 1 or any(len(v.shape) != r or v.shape[r - 2] != 1 for v in (lo, hi)):
         return NotImplemented
@@ -637,3 +677,93 @@ def interval_inner(x, lo, hi, dim: int):
         zero = torch.zeros(shape, dtype=x.dtype, device=x.device)
         return zero, zero
     return a - rad, a + rad
+
+
+def substitute(c, lower, upper, lc, lk, uc, uk):
+    """Back-substitution through one layer in matrix layout: ``c [*, m, k]`` (a tensor, or a
+    one-segment segmented tensor whose part is a block) against the layer's polyhedra, coefficients
+    ``lc``/``uc`` ``[*, 1, k, W]`` segmented along ``W`` and constants ``lk``/``uk`` ``[*, 1, k]``:
+    ``(sum_k c+ lc + c- uc, sum_k c+ lk + c- uk)``, splitting ``c`` by sign once for both.  ``lower is
+    upper`` (one polyhedron) needs no split.  NotImplemented for other layouts."""
+    r = len(c.shape)
+    if is_segmented(c):
+        if c.fill or c.sdim != r - 1 or len(c.parts) != 1 or next(iter(c.parts)) != 0:
+            return NotImplemented
+        xm = next(iter(c.parts.values()))
+    elif isinstance(c, torch.Tensor):
+        xm = c
+    else:
+        return NotImplemented
+    for v in (lc, uc):
+        if not is_segmented(v) or v.fill or v.ndim != r + 1 or v.sdim != r or v.shape[r - 2] != 1:
+            return NotImplemented
+    for v in (lk, uk):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) or isinstance(v, torch.Tensor) and v.dim() == r
+                                       and v.shape[r - 2] == 1):
+            return NotImplemented
+    same = lower is upper or (lc is uc and lk is uk)
+    plus = {}  # c+ and c-, made at most once
+
+    def pos():
+        if "p" not in plus:
+            plus["p"] = _pos(xm)
+        return plus["p"]
+
+    def neg():
+        if "n" not in plus:
+            plus["n"] = _neg(xm)
+        return plus["n"]
+
+    lparts, uparts = lc.without_unit_dim(r - 2), uc.without_unit_dim(r - 2)
+    parts = {}
+    for s in sorted(set(lparts) | set(uparts)):
+        p, n = lparts.get(s), uparts.get(s)
+        if same or p is n:
+            term = None if p is None else _mm(xm, p)
+        elif isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
+            dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)  # x+ diag(p) + x- diag(n), column by column
+            if xm.numel() <= SMALL_PRODUCT:
+                term = xm * torch.where(xm >= 0, dp, dn)
+            else:  # x * n + x+ * (p - n), in place on the fresh temporaries
+                term = xm * dn
+                term.addcmul_(pos(), dp - dn)
+        else:
+            term = None if p is None else _mm(pos(), p)
+            if n is not None:
+                t2 = _mm(neg(), n)
+                term = t2 if term is None else _add(term, t2)
+        if term is not None:
+            parts[s] = term
+    lead = _bshape(tuple(c.shape[:r - 2]), tuple(lc.shape[:r - 2]))
+    shape = lead + (c.shape[r - 2], lc.shape[-1])
+    out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
+    coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
+    scalar = not isinstance(lk, torch.Tensor) or not isinstance(uk, torch.Tensor)
+    if same or lk is uk:
+        const = _sum_terms(_dot_number(xm, lk), None, xm)
+    elif scalar:  # a constant that is one number (ReLU's lower polyhedron: 0)
+        const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
+    elif isinstance(xm, torch.Tensor) and _product_numel(xm, lk) <= SMALL_PRODUCT:
+        const = (xm * torch.where(xm >= 0, lk, uk)).sum(-1)
+    elif isinstance(xm, torch.Tensor) and xm.numel() >= BOX_FORM_MIN:
+        const = _contract_last(xm, lk, uk)  # centre/radius
+    else:  # x . u + x+ . (l - u), the difference made once per pair of stored constants
+        gap = _memo(lk, ("minus", id(uk)), lambda: (uk, lk - uk))
+        gap = gap[1] if gap[0] is uk else lk - uk
+        const = _dot_last(xm, uk) + _dot_last(pos(), gap)
+    return coeff, const
+
+
+def _dot_number(x, v):
+    """``sum_k x[..., k] v[..., k]`` for a tensor ``v`` or a number (0 gives None: nothing)."""
+    if isinstance(v, torch.Tensor):
+        return _dot_last(x, v)
+    if v == 0:
+        return None
+    return part_dense(x).sum(-1) * v
+
+
+def _sum_terms(a, b, x):
+    if a is None and b is None:
+        return 0.0
+    return b if a is None else a if b is None else a + b

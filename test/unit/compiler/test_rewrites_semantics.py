@@ -52,6 +52,9 @@ CASES = {
     # the lower and upper bound of one product over a box share the centre and radius products
     "interval-inner": (BASE + ("ternary-to-arith", "matmul-rewrite", "clamp-rewrite", "matmul-rewrite", "cse",
                                "split-inner"), "ibp", ops_of(ct.IntervalInnerOp)),
+    # a layer's substitution (both parts of c+ L + c- U) is one op
+    "substitute": (BASE + ("ternary-to-arith", "matmul-rewrite", "clamp-rewrite", "matmul-rewrite", "cse",
+                           "split-inner", "fold-parts", "cse"), "deeppoly", ops_of(ct.SubstituteOp)),
     # conditions on the layer (CROWN-IBP's last layer) are host branches that run one side
     "uniform-branch": (BASE, "crown_ibp", ops_of(ct.IfOp)),
     "domain-rewrites": (BASE, "deeppoly", ops_of((ct.InnerOp, ct.SplitInnerOp))),

@@ -117,23 +117,23 @@ def test_deeppoly_keeps_conv_coefficients_as_conv_or_patches_blocks(representati
     cert = compile_certifier(*certifier_source("deeppoly"), pipeline_for(True))
     conv_rows = {layer.size for layer in net.layers if layer.linear_kind == "conv"}
     seen = []
-    original = rt.split_inner
+    original = rt.substitute
 
-    def spy(x, pos, neg, dim):  # each traverse step substitutes one layer's coefficients
-        if x.shape[1] in conv_rows:
-            if T.is_sparse(x):
-                seen.extend(blk.kind for _, blk in x.blocks)
-            elif T.is_segmented(x):
-                seen.extend(getattr(p, "kind", "dense") for p in x.parts.values())
+    def spy(c, lower, upper, dim):  # each traverse step substitutes one layer's coefficients
+        if c.shape[1] in conv_rows:
+            if T.is_sparse(c):
+                seen.extend(blk.kind for _, blk in c.blocks)
+            elif T.is_segmented(c):
+                seen.extend(getattr(p, "kind", "dense") for p in c.parts.values())
             else:
                 seen.append("dense")
-        return original(x, pos, neg, dim)
+        return original(c, lower, upper, dim)
 
-    rt.split_inner = spy
+    rt.substitute = spy
     try:
         sparse = engine.run_certifier(cert, net, lb, ub, representation=representation)
     finally:
-        rt.split_inner = original
+        rt.substitute = original
     dense = engine.run_certifier(cert, net, lb, ub, sparse=False)
     torch.testing.assert_close(sparse.lower, dense.lower, rtol=1e-9, atol=1e-9)
     assert seen and set(seen) <= {"conv", "patches", "unit_dims"}, seen

@@ -181,3 +181,31 @@ def test_masks_products_and_sums_equal_dense(seed):
     close(gb.reduce_sum(a, 1), da.sum(1))
     close(rt.reduce(a, 2, "sum", WIDTH), da.sum(2))
     assert isinstance(rt.mult(notpos, neg_a), Segmented)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_substitution_step_equals_its_definition(seed):
+    """``rt.substitute(c, L, U)`` (one op, splitting c once) equals ``c+ L + c- U`` part by part:
+    dense and diagonal parts, shared ones (an affine layer's L is U), constants that are tensors or
+    one number (ReLU's lower constant 0)."""
+    from cfruntime.flow.values import Affine
+
+    g = torch.Generator().manual_seed(seed)
+    kinds = [["dense", "diag", "absent", "bcast"][int(torch.randint(0, 4, (), generator=g))] for _ in SEGMENTS]
+    L, U = random_seg(g, kinds=kinds), random_seg(g, kinds=kinds)
+    c = torch.randn(2, 3, ROWS, generator=g, dtype=torch.float64)
+    lk = torch.randn(2, 1, ROWS, generator=g, dtype=torch.float64)
+    uk = torch.randn(2, 1, ROWS, generator=g, dtype=torch.float64)
+    cases = [(Affine(gb.add_dim(L, 1), lk), Affine(gb.add_dim(U, 1), uk)),
+             (Affine(gb.add_dim(L, 1), 0.0), Affine(gb.add_dim(U, 1), uk))]
+    shared = Affine(gb.add_dim(L, 1), lk)
+    cases.append((shared, shared))
+    for lower, upper in cases:
+        got = rt.substitute(c, lower, upper, 2)
+        assert isinstance(got.coeff, Segmented)
+        dl, du = lower.coeff.to_dense(), upper.coeff.to_dense()
+        want_coeff = _split_dense(c.unsqueeze(-1), dl, du, 2)
+        kl = lower.const if isinstance(lower.const, torch.Tensor) else torch.full_like(lk, lower.const)
+        want_const = _split_dense(c, kl, upper.const, 2)
+        close(got.coeff, want_coeff)
+        close(got.const, want_const)
