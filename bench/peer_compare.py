@@ -11,7 +11,8 @@ float32, in one process: IBP = auto_LiRPA ``IBP``, CROWN-IBP = ``CROWN-IBP``, De
 runs of the whole set of batches (bound computation only: network loading, compilation and the
 ``BoundedModule`` build are excluded; on CUDA the device is synchronised after every batch).
 For one certification (the first batch) the torch operations and host syncs of both tools are
-counted (:class:`cfruntime.op_count.OpCounter`).  Margins are compared with auto_LiRPA's: IBP and
+counted (:class:`cfruntime.op_count.OpCounter`; ours eagerly: on CUDA our timed runs replay a CUDA
+graph, which the counts do not see).  TensorFloat-32 is off for both tools.  Margins are compared with auto_LiRPA's: IBP and
 CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
 bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
 
@@ -103,11 +104,11 @@ class Ours:
             sl = slice(b[0], b[-1] + 1)
             self.work[b[0]] = (net.with_margin_layer(prop.C[sl]), prop.lb[sl].float().to(device), prop.ub[sl].float().to(device))
 
-    def __call__(self, b):
+    def __call__(self, b, graph: bool | None = None):
         from cfruntime.flow.engine import run_certifier
 
         mnet, lb, ub = self.work[b[0]]
-        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device).lower
+        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device, graph=graph).lower
 
 
 class Peer:
@@ -189,7 +190,7 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
             peer_m = torch.cat([l.double().cpu() for l in low_peer])
             cert_ours = int((((ours_m > 0).all(1)) & correct).sum())
             cert_peer = int((((peer_m > 0).all(1)) & correct).sum())
-            ops_o, syncs_o = _count(lambda: ours(batches[0]))
+            ops_o, syncs_o = _count(lambda: ours(batches[0], graph=False))  # the operations a replay saves
             idx, bx = peer.tensor(batches[0])  # a BoundedTensor cannot be made inside the counting mode
             ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
             ref_m, ref_kind = peer_m, "timed run"
@@ -201,6 +202,9 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
                     ref_m, ref_kind = torch.cat([dense(b).double().cpu() for b in batches]), "dense-intermediate"
             diff = (ours_m - ref_m).abs() if ref_m is not None else None
             tol_ok = bool((diff <= 1e-3 + 1e-4 * ref_m.abs()).all()) if ref_m is not None else None
+            if diff is not None:  # the worst entry relative to the tolerance, and its size
+                worst = int(torch.argmax(diff / (1e-3 + 1e-4 * ref_m.abs())))
+                rec.update(margin_worst_ref=float(ref_m.flatten()[worst]), margin_worst_ours=float(ours_m.flatten()[worst]))
             rec.update(status="ok", ours_s=t_ours, peer_s=t_peer, ratio=t_ours / t_peer,
                        certified_ours=cert_ours, certified_peer=cert_peer,
                        ops_ours=ops_o, syncs_ours=syncs_o, ops_peer=ops_p, syncs_peer=syncs_p,
@@ -267,12 +271,15 @@ def main() -> int:
 
     logging.getLogger("auto_LiRPA").setLevel(logging.ERROR)
     torch.set_num_threads(args.threads)
+    # full float32 for both tools: cuDNN's default TF32 convolutions round to a 10-bit mantissa (our
+    # engine switches it off for its own runs; auto_LiRPA would otherwise run faster and coarser)
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     certifiers = args.certifiers.split(",")
     out = Path(args.out) if args.out else REPO / "bench" / "results" / f"peer_compare{'_cuda' if device.type == 'cuda' else ''}.json"
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
-    results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32",
+    results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False,
                "repeat": args.repeat, "torch": torch.__version__, "runs": []}
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
     print(HEADER)

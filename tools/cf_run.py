@@ -365,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as e:  # outside the analysis (which retries with smaller batches)
+        print(f"error: out of memory ({_one_line(str(e)) or 'allocation failed'})", file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - never show a traceback to a user
         from cfruntime.flow.engine import EngineError
 

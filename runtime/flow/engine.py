@@ -96,17 +96,22 @@ class CompiledCertifier:
 class EngineResult:
     lower: torch.Tensor  # [B, n_last]
     upper: torch.Tensor
-    store: ShapeStore
+    store: ShapeStore | None  # every layer's members (None for a replayed CUDA graph)
 
 
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
-                  representation: str | None = None) -> EngineResult:
+                  representation: str | None = None, graph: bool | None = None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
     ``dense``; by default ``dense`` when ``sparse`` is false, else ``planned`` for certifiers whose
     traverses are all layer-granular and ``gbscr`` for the others.
+
+    ``graph`` (default: on CUDA with planned tensors): replay the certification as a CUDA graph
+    captured on the first call for this certifier, network and batch shape
+    (:mod:`cfruntime.flow.graphs`); the result then carries the last layer's bounds only
+    (``store`` is None).
 
     g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
     as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels.
@@ -114,6 +119,18 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     its 10-bit mantissa moves float32 bounds by ~1e-3 relative, far more than float32 rounding."""
     if representation is None:
         representation = "dense" if not sparse else ("planned" if cert.layer_granular else "gbscr")
+    device = torch.device(device)
+    if graph is None:
+        graph = device.type == "cuda" and representation == "planned"
+    if graph and device.type == "cuda":
+        from cfruntime.flow.graphs import graphed_bounds
+
+        b = lb.shape[0]
+        dlb = lb.reshape(b, -1).to(device=device, dtype=dtype)
+        dub = ub.reshape(b, -1).to(device=device, dtype=dtype)
+        out = graphed_bounds(run_certifier, cert, network, dlb, dub, dtype, representation)
+        if out is not None:
+            return EngineResult(out[0], out[1], None)
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
         return _run(cert, network, lb, ub, representation, dtype, device)
 

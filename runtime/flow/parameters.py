@@ -1,10 +1,11 @@
-"""A network's weights and biases as the engine uses them, made once per layer and setting.
+"""A network's weights and biases as the engine uses them, made once per tensor and setting.
 
 Converting a layer's parameters (dtype, device, a convolution block or an unrolled matrix) on every
 call would cost a host-to-device copy per layer and batch on a GPU, and a few tensor operations per
-layer on any device.  They are made on first use and kept on the layer object (a ``Layer`` is
-immutable once loaded), keyed by the representation kind, dtype and device; a network made per batch
-(the margin layer of :meth:`Network.with_margin_layer`) only carries its new layer's.
+layer on any device.  They are made on first use and kept on the source tensor (or convolution spec)
+itself, keyed by the representation kind, dtype and device: the copies of a network that
+``Network.with_margin_layer`` makes for every batch share their layers' tensors, so only the new
+margin layer's parameters are converted again.
 """
 
 from __future__ import annotations
@@ -14,27 +15,38 @@ import torch
 from cfruntime.flow.representation import Representation
 
 
-def _cache(layer, rep: Representation) -> dict:
-    per_layer = layer.__dict__.setdefault("_engine_parameters", {})
-    return per_layer.setdefault((rep.kind, rep.dtype, rep.device), {})
+def _cache(source, rep: Representation) -> dict:
+    per_source = source.__dict__.setdefault("_engine_parameters", {})
+    return per_source.setdefault((rep.kind, rep.dtype, rep.device), {})
 
 
 def weight(layer, rep: Representation):
     """``[1, size, pred]`` (``[B, size, pred]`` for a batched layer) or a convolution block."""
-    cache = _cache(layer, rep)
-    if "weight" not in cache:
-        conv = rep.conv_weight(layer.conv) if rep.sparse and layer.linear_kind == "conv" else None
-        if conv is not None:  # a convolution block, never unrolled
-            cache["weight"] = conv
-        else:
-            w = layer.weight.to(rep.dtype) if layer.batched else layer.weight_matrix().to(rep.dtype).unsqueeze(0)
-            cache["weight"] = rep.tensor(w) if rep.sparse else w.to(rep.device)
-    return cache["weight"]
+    if layer.linear_kind == "conv" and rep.sparse:
+        cache = _cache(layer.conv, rep)
+        if "block" not in cache:
+            cache["block"] = rep.conv_weight(layer.conv)  # None: not one convolution block
+        if cache["block"] is not None:
+            return cache["block"]
+    if layer.linear_kind == "gather" and rep.sparse:  # a per-neuron scaling (input normalisation)
+        cache = _cache(layer.gather, rep)
+        if "block" not in cache:
+            g = layer.gather
+            in_place = g.in_size == g.index.shape[0] and torch.equal(g.index, torch.arange(g.in_size))
+            cache["block"] = rep.diagonal_weight(g.scale) if in_place else None
+        if cache["block"] is not None:
+            return cache["block"]
+    source = layer.weight if layer.linear_kind == "dense" else (layer.conv if layer.linear_kind == "conv" else layer.gather)
+    cache = _cache(source, rep)
+    if "matrix" not in cache:
+        w = layer.weight.to(rep.dtype) if layer.batched else layer.weight_matrix().to(rep.dtype).unsqueeze(0)
+        cache["matrix"] = rep.tensor(w) if rep.sparse else w.to(rep.device)
+    return cache["matrix"]
 
 
 def bias(layer, rep: Representation) -> torch.Tensor:
     """``[1, size]`` (``[B, size]`` for a batched layer)."""
-    cache = _cache(layer, rep)
+    cache = _cache(layer.bias, rep)
     if "bias" not in cache:
         b = layer.bias.to(rep.dtype).to(rep.device)
         cache["bias"] = b.unsqueeze(0) if b.dim() == 1 else b

@@ -127,6 +127,12 @@ class Representation:
             return Segmented(block.shape, 2, {0: block}, self.dtype, self.device)
         return SparseTensor(block.shape, 0.0, [((0, 0, 0), block)], dtype=self.dtype, device=self.device)
 
+    def diagonal_weight(self, scale: torch.Tensor):
+        """The ``[1, n, n]`` weight matrix ``diag(scale)`` of an affine layer that scales each neuron
+        (an input normalisation) as one diagonal block, never unrolled."""
+        core = scale.to(self.dtype).to(self.device).unsqueeze(0)
+        return self._diagonal(core, 1, 0, core.shape[1])
+
     def cat(self, parts, dim: int):
         return gb.cat(parts, dim)
 

@@ -119,6 +119,8 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
     else:
         oph = hi - ((ho - 1) * sh - 2 * ph + kh)
         opw = wi - ((wo - 1) * sw - 2 * pw + kw)
+        if x.device.type == "cpu":  # mkldnn's transposed convolution is about 1.5x faster channels-last
+            x = x.contiguous(memory_format=torch.channels_last)
         y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
     return make_bcast_block(y.reshape(tuple(ca.shape[:-1]) + (out_shape[-1],)), out_shape)
 

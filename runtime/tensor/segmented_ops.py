@@ -668,15 +668,26 @@ def interval_inner(x, lo, hi, dim: int):
             continue
         l = torch.zeros_like(u) if l is None else l
         u = torch.zeros_like(l) if u is None else u
-        ta = _dot_last(xp, (l + u) * 0.5)
-        tr = _dot_last(_abs(xp), (u - l) * 0.5)
+        width = u - l
+        ta = _dot_last(xp, torch.add(l, width, alpha=0.5))  # the centre
+        tr = _dot_last(_abs_of(xp), width)  # twice the radius
         a = ta if a is None else a + ta
         rad = tr if rad is None else rad + tr
     if a is None:
         shape = _bshape(tuple(x.shape[:-1]), tuple(lo.shape[:-1]), tuple(hi.shape[:-1]))
         zero = torch.zeros(shape, dtype=x.dtype, device=x.device)
         return zero, zero
-    return a - rad, a + rad
+    return torch.add(a, rad, alpha=-0.5), torch.add(a, rad, alpha=0.5)
+
+
+def _abs_of(p):
+    """``|p|`` for a part; made once for a persistent one (a layer's weights, kept by the engine)."""
+    if isinstance(p, torch.Tensor):
+        return _memo(p, "abs", lambda: p.abs())
+    hit = p.__dict__.get("_cf_abs")
+    if hit is None:
+        hit = p.__dict__["_cf_abs"] = _abs(p)
+    return hit
 
 
 def substitute(c, lower, upper, lc, lk, uc, uk):
@@ -742,7 +753,10 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
     if same or lk is uk:
         const = _sum_terms(_dot_number(xm, lk), None, xm)
     elif scalar:  # a constant that is one number (ReLU's lower polyhedron: 0)
-        const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
+        if isinstance(xm, torch.Tensor) and isinstance(uk, torch.Tensor):  # x- . u = x . u - x+ . u: no x- made
+            const = _sum_terms(_dot_number(pos(), lk), _dot_last(xm, uk) - _dot_last(pos(), uk), xm)
+        else:
+            const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
     elif isinstance(xm, torch.Tensor) and _product_numel(xm, lk) <= SMALL_PRODUCT:
         const = (xm * torch.where(xm >= 0, lk, uk)).sum(-1)
     elif isinstance(xm, torch.Tensor) and xm.numel() >= BOX_FORM_MIN:

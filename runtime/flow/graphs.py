@@ -1,0 +1,96 @@
+"""Plan once, run many: a certification on CUDA captured as a CUDA graph and replayed per batch.
+
+The planned engine makes the same kernels on every call for a given certifier, network and batch
+shape, and never waits for the device (no host syncs), so a whole certification can be recorded once
+with ``torch.cuda.graph`` and replayed: no Python, no dispatcher and no launch latency per
+operation.  What changes between batches is copied into the graph's buffers before each replay: the
+input boxes, and the parameters of *batched* layers (the margin layer ``C W`` that
+``Network.with_margin_layer`` folds into the last layer for every batch).  The network's other
+parameters are the graph's constants (cached per tensor by :mod:`cfruntime.flow.parameters`).
+
+A graph is kept per (certifier, network structure and parameters, batch shape, dtype,
+representation); :func:`graphed_bounds` falls back to the eager engine when the device is not CUDA
+or capture fails.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from cfruntime.network.graph import Layer, Network
+
+_GRAPHS: dict[tuple, "_Graph | None"] = {}
+_MAX_GRAPHS = 16
+
+
+class _Graph:
+    """One captured certification: its input buffers, its dynamic parameters and its outputs."""
+
+    def __init__(self, run, cert, network: Network, lb, ub, dtype, representation):
+        device = lb.device
+        self.lb, self.ub = lb.clone(), ub.clone()
+        self.dynamic: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (layer, weight buffer, bias buffer)
+        layers = []
+        for l in network.layers:
+            if l.kind == "affine" and l.batched:
+                w = l.weight.to(device=device, dtype=dtype).clone()
+                b = l.bias.to(device=device, dtype=dtype).clone()
+                self.dynamic.append((l.index, w, b))
+                l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
+                          linear_kind=l.linear_kind, weight=w, bias=b)
+            layers.append(l)
+        self.network = Network(layers, source=network.source, input_name=network.input_name)
+        self.call = lambda: run(cert, self.network, self.lb, self.ub, dtype=dtype, device=device,
+                                representation=representation, graph=False)
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            self.call()  # warm: parameters, layouts and memos are made outside the graph
+        torch.cuda.current_stream(device).wait_stream(stream)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            res = self.call()
+        self.lower, self.upper = res.lower, res.upper
+
+    def __call__(self, network: Network, lb, ub):
+        self.lb.copy_(lb)
+        self.ub.copy_(ub)
+        for index, w, b in self.dynamic:
+            layer = network.layers[index]
+            w.copy_(layer.weight)
+            b.copy_(layer.bias)
+        self.graph.replay()
+        return self.lower.clone(), self.upper.clone()
+
+
+def _key(cert, network: Network, lb, dtype, representation) -> tuple:
+    parts = []
+    for l in network.layers:
+        if l.kind == "affine" and l.batched:
+            parts.append(("batched", tuple(l.weight.shape)))
+        else:
+            parts.append((l.kind, tuple(l.shape), id(l.weight), id(l.bias), id(l.conv), id(l.gather)))
+    return (id(cert), tuple(parts), tuple(lb.shape), str(lb.device), dtype, representation)
+
+
+def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation):
+    """``(lower, upper)`` of the last layer by replaying the certification's CUDA graph (captured on
+    first use); None when it cannot be captured (the caller runs the eager engine)."""
+    key = _key(cert, network, lb, dtype, representation)
+    if key not in _GRAPHS:
+        if len(_GRAPHS) >= _MAX_GRAPHS:
+            _GRAPHS.pop(next(iter(_GRAPHS)))
+        try:
+            _GRAPHS[key] = _Graph(run, cert, network, lb, ub, dtype, representation)
+        except Exception as exc:  # noqa: BLE001 - a capture failure only costs the replay's speed
+            warnings.warn(f"CUDA graph capture failed ({type(exc).__name__}: {exc}); running eagerly", RuntimeWarning)
+            _GRAPHS[key] = None
+    graph = _GRAPHS[key]
+    return None if graph is None else graph(network, lb, ub)
+
+
+def clear() -> None:
+    """Forget every captured graph (their memory is freed when no result refers to it)."""
+    _GRAPHS.clear()
