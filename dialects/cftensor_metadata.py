@@ -29,7 +29,8 @@ The physical tensor lays the elements out from the bottom of the stack to the to
 ``R, [poly], [1] :: R, [curr], [1]`` (the coefficients inside a map over per-neuron PolyExps) the tensor
 is ``[curr, poly]``.
 
-This module is plain Python (no xDSL) so the shape analysis and its tests can use it directly.
+This module is plain Python (no xDSL) so the shape analysis and its tests can use it directly; the
+type letters are the compiler-runtime contract's (:mod:`cfruntime.contract`).
 """
 
 from __future__ import annotations
@@ -37,13 +38,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from cfruntime import contract
+
 #: Symbolic size names, in printing order.
 SIZE_SYMBOLS = ("batch", "curr", "prev", "poly", "sym", "lay")
 #: Sizes whose positions all lie in one layer of the network (the current layer, its predecessor, the
 #: layer a traverse step substitutes): per-layer metadata is the same along such a dimension.
 LAYER_LOCAL = frozenset({"curr", "prev", "lay"})
-TYPE_LETTERS = {"I": "Int", "R": "Float", "B": "Bool", "N": "Neuron", "E": "Noise", "P": "PolyExp", "S": "SymExp", "C": "Ct"}
-TYPE_LETTER_OF = {v: k for k, v in TYPE_LETTERS.items()}
+TYPE_LETTERS = contract.TYPE_LETTERS
+TYPE_LETTER_OF = contract.LETTER_OF_TYPE
 
 
 def _symbol_key(name: str) -> tuple[int, str]:

@@ -67,9 +67,10 @@ from cfmlir.dialects.cftensor_metadata import (
 )
 from cfmlir.typing import types as sem
 from cfmlir.typing.checker import operator_bindings
+from cfruntime import contract
 
 BATCH, CURR, PREV, POLY, SYM, LAY = (Size.of(s) for s in ("batch", "curr", "prev", "poly", "sym", "lay"))
-_LETTER = {"Int": "I", "Float": "R", "Bool": "B", "Neuron": "N", "Noise": "E", "PolyExp": "P", "SymExp": "S", "Ct": "C"}
+_LETTER = contract.LETTER_OF_TYPE
 _BINARY = {
     cf.AddOp: "add", cf.SubOp: "sub", cf.MulOp: "mul", cf.DivOp: "div", cf.AndOp: "and", cf.OrOp: "or",
     cf.LtOp: "lt", cf.LeOp: "le", cf.GtOp: "gt", cf.GeOp: "ge", cf.EqOp: "eq", cf.NeOp: "ne",
@@ -757,12 +758,15 @@ def zero_preserving(f: Closure) -> bool:
     return zp(term.operands[0])
 
 
+_COMPARISON = {cf.LeOp: "<=", cf.LtOp: "<", cf.GeOp: ">=", cf.GtOp: ">", cf.InOp: "In"}
+
+
 def member_roles(shape: cf.ShapeOp) -> dict[str, str]:
-    """Each member's role from the shape constraints: ``curr[m] <= curr`` (or ``curr >= curr[m]``) ->
-    ``lower``, the mirror image -> ``upper``, ``curr In curr[m]`` -> ``zono``.  The engine uses the
-    roles to initialise the input layer and to read the final bounds."""
+    """Each member's role from the shape constraints (:func:`cfruntime.contract.constraint_role`:
+    ``curr[m] <= curr`` -> ``lower``, the mirror image -> ``upper``, ``curr In curr[m]`` ->
+    ``zonotope``; ``and``-joined constraints count separately, the first on a member wins).  The
+    engine initialises the input layer and reads the final bounds by role."""
     curr = shape.body.block.args[0]
-    roles: dict[str, str] = {}
 
     def member(v: SSAValue) -> str | None:
         op = v.owner
@@ -770,25 +774,17 @@ def member_roles(shape: cf.ShapeOp) -> dict[str, str]:
             return op.member.data
         return None
 
+    def determined(v: SSAValue):
+        op = v.owner
+        if isinstance(op, cf.AndOp):
+            yield from determined(op.operands[0])
+            yield from determined(op.operands[1])
+        elif type(op) in _COMPARISON:
+            a, b = op.operands
+            yield contract.constraint_role(_COMPARISON[type(op)], member(a), a is curr, member(b), b is curr)
+
     term = shape.body.block.last_op
-    for c in term.operands if term is not None else ():
-        op = c.owner
-        if not isinstance(op, (cf.LeOp, cf.GeOp, cf.InOp)):
-            continue
-        a, b = op.operands
-        if isinstance(op, cf.InOp):
-            if a is curr and member(b):
-                roles[member(b)] = "zono"
-            continue
-        less_is_member = member(a) if b is curr else None
-        more_is_member = member(b) if a is curr else None
-        if isinstance(op, cf.GeOp):
-            less_is_member, more_is_member = more_is_member, less_is_member
-        if less_is_member:
-            roles[less_is_member] = "lower"
-        if more_is_member:
-            roles[more_is_member] = "upper"
-    return roles
+    return contract.roles_from(r for c in (term.operands if term is not None else ()) for r in determined(c))
 
 
 class ShapeAnalysisPass(ModulePass):
@@ -805,7 +801,8 @@ class ShapeAnalysisPass(ModulePass):
         tname = flow.transformer.root_reference.data if hasattr(flow.transformer, "root_reference") else str(flow.transformer)
         transformer = next(o for o in op.ops if isinstance(o, cf.TransformerOp) and o.properties["sym_name"].data == tname)
         roles = member_roles(shape)
-        new_ops: list[Operation] = [ct.FlowOp(flow.direction.data, tname, [(n, letter(t), roles.get(n, "-")) for n, t in members])]
+        new_ops: list[Operation] = [ct.FlowOp(flow.direction.data, tname,
+                                              [(n, letter(t), roles.get(n, contract.NO_ROLE)) for n, t in members])]
         for rule, region in transformer.rule_regions():
             new_ops.append(RuleLifter(op, members).lift_rule(tname, rule, region))
         for o in list(op.ops):

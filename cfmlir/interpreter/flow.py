@@ -37,15 +37,9 @@ from cfmlir.interpreter.evaluator import CompiledFunc, ExprCompiler, converter, 
 from cfmlir.interpreter.input_shape import Roles, input_initialisers, member_roles
 from cfmlir.typing import types as T
 from cfmlir.typing.checker import CheckedProgram
+from cfruntime import contract
 
-KIND_TO_OP = {
-    "affine": "Affine",
-    "relu": "Relu",
-    "sigmoid": "Sigmoid",
-    "tanh": "Tanh",
-    "maxpool": "Maxpool",
-    "add": "Neuron_add",
-}
+KIND_TO_OP = contract.OPERATOR_OF_KIND
 
 
 class NetView:
@@ -214,7 +208,7 @@ class CompiledProgram:
             if fl.direction != "forward":
                 raise InterpreterError(f"{fl.loc}: only forward flows are supported by the interpreter")
         self.input_inits = input_initialisers(self.roles, self.file)
-        self.lower_member = self.roles.float_member("lower")
+        self.lower_member = self.roles.float_member(contract.LOWER)
         self.upper_member = self.roles.float_member("upper")
 
     def check_network(self, view: NetView) -> None:

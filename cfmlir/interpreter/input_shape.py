@@ -28,11 +28,12 @@ from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.syntax import ast
 from cfmlir.typing import types as T
 from cfmlir.typing.checker import CheckedProgram
+from cfruntime import contract
 
 
 @dataclass
 class Roles:
-    """Member name -> role ('lower' | 'upper' | 'zonotope'); first constraint wins."""
+    """Member name -> role (:mod:`cfruntime.contract`: lower, upper, zonotope); first constraint wins."""
 
     roles: dict[str, str]
     members: dict[str, T.Type]
@@ -55,38 +56,19 @@ def _curr_member(e: ast.Expr) -> str | None:
     return None
 
 
-def _constraint_roles(c: ast.Expr, out: dict[str, str]) -> None:
+def _determined(c: ast.Expr):
+    """The ``(member, role)`` pairs a constraint determines (:func:`cfruntime.contract.constraint_role`)."""
     if isinstance(c, ast.Binary) and c.op == "and":
-        _constraint_roles(c.lhs, out)
-        _constraint_roles(c.rhs, out)
-        return
-    if not isinstance(c, ast.Binary):
-        return
-    op = c.op
-    lm, rm = _curr_member(c.lhs), _curr_member(c.rhs)
-    if op == "In":
-        if _is_curr(c.lhs) and rm is not None:
-            out.setdefault(rm, "zonotope")
-        return
-    lower_ops, upper_ops = ("<=", "<"), (">=", ">")
-    if lm is not None and _is_curr(c.rhs):
-        if op in lower_ops:
-            out.setdefault(lm, "lower")
-        elif op in upper_ops:
-            out.setdefault(lm, "upper")
-    elif rm is not None and _is_curr(c.lhs):
-        if op in upper_ops:
-            out.setdefault(rm, "lower")
-        elif op in lower_ops:
-            out.setdefault(rm, "upper")
+        yield from _determined(c.lhs)
+        yield from _determined(c.rhs)
+    elif isinstance(c, ast.Binary):
+        yield contract.constraint_role(c.op, _curr_member(c.lhs), _is_curr(c.lhs), _curr_member(c.rhs), _is_curr(c.rhs))
 
 
 def member_roles(checked: CheckedProgram) -> Roles:
-    out: dict[str, str] = {}
     shape = checked.program.shape
-    if shape is not None:
-        for c in shape.constraints:
-            _constraint_roles(c, out)
+    constraints = shape.constraints if shape is not None else ()
+    out = contract.roles_from(r for c in constraints for r in _determined(c))
     return Roles(out, dict(checked.members), list(checked.member_order))
 
 
@@ -99,8 +81,8 @@ def input_initialisers(roles: Roles, file: str):
             raise InterpreterError(
                 f"cannot initialise shape member '{m}' of the input layer: no shape constraint "
                 f"(curr[{m}] <= curr, curr[{m}] >= curr or curr In curr[{m}]) says what it is", file=file)
-        if role in ("lower", "upper"):
-            pick_upper = role == "upper"
+        if role in (contract.LOWER, contract.UPPER):
+            pick_upper = role == contract.UPPER
             if T.is_subtype(ty, T.FLOAT):
                 inits.append(lambda l, u, fresh, _up=pick_upper: float(u if _up else l))
             elif ty == T.POLYEXP:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from cfruntime import contract
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt
 from cfruntime.flow.context import LayerContext
@@ -26,7 +27,7 @@ from cfruntime.flow.representation import Representation
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.values import Affine
 
-OPERATOR_OF_KIND = {"affine": "Affine", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "maxpool": "Maxpool", "add": "Neuron_add"}
+OPERATOR_OF_KIND = contract.OPERATOR_OF_KIND
 
 
 class EngineError(RuntimeError):
@@ -81,12 +82,13 @@ class CompiledCertifier:
     def from_source(cls, name: str, source: str) -> "CompiledCertifier":
         module = types.ModuleType(f"cfmlir_compiled_{name}")
         exec(compile(source, f"<compiled {name}>", "exec"), module.__dict__)  # noqa: S102 - our own output
-        return cls(name, module.FLOW, module.RULES, getattr(module, "NOISE", {}), source,
-                   getattr(module, "LAYER_GRANULAR", False))
+        space = module.__dict__
+        return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
+                   source, space.get(contract.MODULE_LAYER_GRANULAR, False))
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
-        return [tuple(m) if len(m) == 3 else (m[0], m[1], "-") for m in self.flow["members"]]
+        return [tuple(m) if len(m) == 3 else (m[0], m[1], contract.NO_ROLE) for m in self.flow["members"]]
 
     def member_with_role(self, letter_set: str, role: str) -> str | None:
         return next((n for n, l, r in self.members if l in letter_set and r == role), None)
@@ -192,8 +194,8 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
             raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
         sym = new_sym
     last = layers[-1].index
-    lo_name = cert.member_with_role("IR", "lower")
-    hi_name = cert.member_with_role("IR", "upper")
+    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
+    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
     if lo_name is None or hi_name is None:
         raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
     lower = gb.to_dense(store.get(last, lo_name))
@@ -202,17 +204,17 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
 
 
 def _initial(letter: str, role: str, name: str, lb, ub, rep: Representation, cert: str):
-    if letter in "IR":
-        if role == "lower":
+    if letter in contract.NUMBER_LETTERS:
+        if role == contract.LOWER:
             return lb
-        if role == "upper":
+        if role == contract.UPPER:
             return ub
     if letter == "P":
-        if role == "lower":
+        if role == contract.LOWER:
             return Affine(None, lb)
-        if role == "upper":
+        if role == contract.UPPER:
             return Affine(None, ub)
-    if letter == "S" and role == "zono":
+    if letter == "S" and role == contract.ZONOTOPE:
         centre, radius = (lb + ub) / 2, (ub - lb) / 2
         return Affine(rep.scaled_one_hot(radius, 0, lb.shape[1]), centre)
     raise EngineError(f"certifier '{cert}': cannot initialise shape member '{name}' of the input layer from its constraints")

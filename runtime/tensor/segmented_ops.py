@@ -753,18 +753,13 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
     if same or lk is uk:
         const = _sum_terms(_dot_number(xm, lk), None, xm)
     elif scalar:  # a constant that is one number (ReLU's lower polyhedron: 0)
-        if isinstance(xm, torch.Tensor) and isinstance(uk, torch.Tensor):  # x- . u = x . u - x+ . u: no x- made
-            const = _sum_terms(_dot_number(pos(), lk), _dot_last(xm, uk) - _dot_last(pos(), uk), xm)
-        else:
-            const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
+        const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
     elif isinstance(xm, torch.Tensor) and _product_numel(xm, lk) <= SMALL_PRODUCT:
         const = (xm * torch.where(xm >= 0, lk, uk)).sum(-1)
     elif isinstance(xm, torch.Tensor) and xm.numel() >= BOX_FORM_MIN:
         const = _contract_last(xm, lk, uk)  # centre/radius
-    else:  # x . u + x+ . (l - u), the difference made once per pair of stored constants
-        gap = _memo(lk, ("minus", id(uk)), lambda: (uk, lk - uk))
-        gap = gap[1] if gap[0] is uk else lk - uk
-        const = _dot_last(xm, uk) + _dot_last(pos(), gap)
+    else:
+        const = _dot_last(pos(), lk) + _dot_last(neg(), uk)
     return coeff, const
 
 

@@ -1,0 +1,70 @@
+"""The contract between the compiler, the compiled engine and the reference interpreter, defined once.
+
+* **Type letters** of the ``cftensor`` metadata and of the shape members a compiled module lists.
+* **Roles** of shape members, read off the shape constraints: ``curr[m] <= curr`` (or ``<``, or the
+  mirror ``curr >= curr[m]``) makes ``m`` a ``lower`` bound, the mirror images an ``upper`` bound, and
+  ``curr In curr[m]`` a ``zonotope``; constraints joined with ``and`` count separately and the first
+  constraint on a member wins.  The engines initialise the input layer from the roles and report the
+  last layer's Float ``lower``/``upper`` members.
+* **Operators** of layer kinds: the transformer rule that handles each kind of network layer.
+* **The compiled module**: what the Python emission writes and the engine reads (``FLOW``, ``RULES``,
+  ``NOISE``, ``LAYER_GRANULAR``).
+
+Plain Python, imported by the compiler (``cfmlir``), the runtime (``cfruntime``) and the interpreter.
+"""
+
+from __future__ import annotations
+
+#: Type letter -> ConstraintFlow type.
+TYPE_LETTERS = {"I": "Int", "R": "Float", "B": "Bool", "N": "Neuron", "E": "Noise", "P": "PolyExp", "S": "SymExp", "C": "Ct"}
+#: ConstraintFlow type -> type letter.
+LETTER_OF_TYPE = {v: k for k, v in TYPE_LETTERS.items()}
+#: Letters of the numeric (Float-like) members, whose values are plain tensors.
+NUMBER_LETTERS = "IRB"
+
+LOWER, UPPER, ZONOTOPE = "lower", "upper", "zonotope"
+#: The role a member without a determining constraint has.
+NO_ROLE = "-"
+
+#: Comparison operator -> the role of a member ``m`` in ``curr[m] <op> curr``.
+_MEMBER_LEFT = {"<=": LOWER, "<": LOWER, ">=": UPPER, ">": UPPER}
+#: ... and in ``curr <op> curr[m]``.
+_MEMBER_RIGHT = {">=": LOWER, ">": LOWER, "<=": UPPER, "<": UPPER}
+
+
+def constraint_role(op: str, left_member: str | None, left_is_curr: bool, right_member: str | None,
+                    right_is_curr: bool) -> tuple[str, str] | None:
+    """``(member, role)`` that one shape constraint ``left <op> right`` determines, or None.  A side is
+    ``curr`` itself (``*_is_curr``) or ``curr[member]`` (``*_member``); ``op`` is ``<= < >= > In``."""
+    if op == "In":
+        return (right_member, ZONOTOPE) if left_is_curr and right_member else None
+    if left_member and right_is_curr and op in _MEMBER_LEFT:
+        return left_member, _MEMBER_LEFT[op]
+    if right_member and left_is_curr and op in _MEMBER_RIGHT:
+        return right_member, _MEMBER_RIGHT[op]
+    return None
+
+
+def roles_from(determined) -> dict[str, str]:
+    """Member -> role from the ``(member, role)`` pairs of the constraints in order; the first wins."""
+    out: dict[str, str] = {}
+    for found in determined:
+        if found is not None:
+            out.setdefault(*found)
+    return out
+
+
+#: Network layer kind -> the transformer rule (operator) that handles it.
+OPERATOR_OF_KIND = {
+    "affine": "Affine",
+    "relu": "Relu",
+    "sigmoid": "Sigmoid",
+    "tanh": "Tanh",
+    "maxpool": "Maxpool",
+    "add": "Neuron_add",
+}
+
+#: Names a compiled module defines: ``FLOW = {'direction', 'transformer', 'members': [(name, letter,
+#: role), ...]}``, ``RULES = {operator: rule function (rt, ctx) -> member values}``, ``NOISE =
+#: {operator: fresh noise symbols per neuron}``, ``LAYER_GRANULAR = bool``.
+MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
