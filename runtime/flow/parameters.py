@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 
 from cfruntime.flow.representation import Representation
+from cfruntime.tensor import Segmented
+from cfruntime.tensor.segmented_ops import mark_constant
 
 
 def _cache(source, rep: Representation) -> dict:
@@ -20,12 +22,22 @@ def _cache(source, rep: Representation) -> dict:
     return per_source.setdefault((rep.kind, rep.dtype, rep.device), {})
 
 
+def _constant(w):
+    """Mark a converted parameter (its parts) as never changing, so derived values may be kept on it."""
+    if w is None:
+        return w
+    parts = w.parts.values() if isinstance(w, Segmented) else [w]
+    for p in parts:
+        mark_constant(p)
+    return w
+
+
 def weight(layer, rep: Representation):
     """``[1, size, pred]`` (``[B, size, pred]`` for a batched layer) or a convolution block."""
     if layer.linear_kind == "conv" and rep.sparse:
         cache = _cache(layer.conv, rep)
         if "block" not in cache:
-            cache["block"] = rep.conv_weight(layer.conv)  # None: not one convolution block
+            cache["block"] = _constant(rep.conv_weight(layer.conv))  # None: not one convolution block
         if cache["block"] is not None:
             return cache["block"]
     if layer.linear_kind == "gather" and rep.sparse:  # a per-neuron scaling (input normalisation)
@@ -33,19 +45,24 @@ def weight(layer, rep: Representation):
         if "block" not in cache:
             g = layer.gather
             in_place = g.in_size == g.index.shape[0] and torch.equal(g.index, torch.arange(g.in_size))
-            cache["block"] = rep.diagonal_weight(g.scale) if in_place else None
+            cache["block"] = _constant(rep.diagonal_weight(g.scale)) if in_place else None
         if cache["block"] is not None:
             return cache["block"]
+    if layer.batched:  # a batch's own (margin) layer, maybe a CUDA graph's buffer: converted, never kept
+        w = layer.weight.to(rep.dtype)
+        return rep.tensor(w) if rep.sparse else w.to(rep.device)
     source = layer.weight if layer.linear_kind == "dense" else (layer.conv if layer.linear_kind == "conv" else layer.gather)
     cache = _cache(source, rep)
     if "matrix" not in cache:
-        w = layer.weight.to(rep.dtype) if layer.batched else layer.weight_matrix().to(rep.dtype).unsqueeze(0)
-        cache["matrix"] = rep.tensor(w) if rep.sparse else w.to(rep.device)
+        w = layer.weight_matrix().to(rep.dtype).unsqueeze(0)
+        cache["matrix"] = _constant(rep.tensor(w) if rep.sparse else w.to(rep.device))
     return cache["matrix"]
 
 
 def bias(layer, rep: Representation) -> torch.Tensor:
     """``[1, size]`` (``[B, size]`` for a batched layer)."""
+    if layer.batched:
+        return layer.bias.to(rep.dtype).to(rep.device)
     cache = _cache(layer.bias, rep)
     if "bias" not in cache:
         b = layer.bias.to(rep.dtype).to(rep.device)

@@ -94,9 +94,11 @@ def _scalar_dtype(v, others) -> torch.dtype:
 
 
 def _as_torch(x, others, device):
+    """A number as a 0-dimensional CPU tensor, which torch broadcasts against tensors on any device
+    (no host-to-device copy: a CUDA graph can be captured around it)."""
     if isinstance(x, torch.Tensor):
         return x
-    return torch.tensor(x, dtype=_scalar_dtype(x, others), device=device)
+    return torch.tensor(x, dtype=_scalar_dtype(x, others))
 
 
 def _as_sparse(x, others, device) -> SparseTensor:

@@ -23,6 +23,8 @@ the two rows may use different kernels.  DeepPoly's back-substitution through
 
 from __future__ import annotations
 
+import functools
+
 from typing import Callable, Sequence
 
 import torch
@@ -30,6 +32,17 @@ import torch
 from .block_base import Block, is_full
 from .block_unit_dims import UnitDimBlock
 from .conv_utils import footprint_valid, pair, patch_index_map, unfold_image
+
+
+@functools.lru_cache(maxsize=64)
+def _scatter_index(out_chw, in_chw, k_hw, stride, padding, device):
+    """Flat dense index of every patches-core entry (clamped inside for padding entries), whether the
+    entry is mapped, and which dense entries some entry maps to (made once per geometry)."""
+    row, col, valid = patch_index_map(out_chw, in_chw, k_hw, stride, padding, device)
+    rows, cols = out_chw[0] * out_chw[1] * out_chw[2], in_chw[0] * in_chw[1] * in_chw[2]
+    flat = row * cols + col
+    hit = torch.zeros(rows * cols, dtype=torch.int32, device=device).scatter_add_(0, flat, valid.int()) > 0
+    return flat, valid, hit.view(rows, cols)
 
 
 class PatchesBlock(Block):
@@ -64,10 +77,17 @@ class PatchesBlock(Block):
         return out
 
     def write_into(self, view: torch.Tensor, fill=None) -> None:
-        row, col, valid = patch_index_map(self.out_chw, self.in_chw, self.k_hw, self.stride,
-                                          self.padding, self.device)
-        vals = self.core.reshape(self.lead + (-1,))[..., valid]
-        view[..., row[valid], col[valid]] = vals
+        """Scatter the mapped entries into ``view`` (which holds ``fill``).  Entries over the padding
+        are added as zeros at a clamped position, so no mask is read on the host (a CUDA graph can be
+        captured around it)."""
+        flat, valid, hit = _scatter_index(self.out_chw, self.in_chw, self.k_hw, self.stride, self.padding, self.device)
+        vals = torch.where(valid, self.core.reshape(self.lead + (-1,)), 0.0)
+        rows, cols = view.shape[-2:]
+        lead = tuple(view.shape[:-2])
+        target = torch.zeros(view.shape, dtype=view.dtype, device=view.device)
+        grid = target.view(lead + (rows * cols,))
+        grid.scatter_add_(-1, flat.expand(lead + flat.shape), vals.expand(lead + vals.shape[-1:]).to(view.dtype))
+        view.copy_(torch.where(hit, target, view))  # the holes keep what the view holds
 
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_core(fn(self.core))
@@ -100,7 +120,7 @@ class PatchesBlock(Block):
         valid, all_valid, _ = self.footprint()
         if all_valid:
             return self.core
-        return torch.where(valid, self.core, torch.tensor(other, dtype=self.core.dtype, device=self.core.device))
+        return torch.where(valid, self.core, other)  # a number: no tensor made on the device
 
     def any_value(self, fill) -> bool:
         if self.numel() == 0:

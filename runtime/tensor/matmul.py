@@ -30,7 +30,8 @@ X @ patches            einsum + ``fold`` (col2im)                        dense
 patches @ X            ``unfold`` (im2col) + einsum                      dense
 patches/conv @ conv    kernel composition: a small transpose-conv        patches
                        matrix, or ``conv_transpose2d`` for big kernels
-conv @ patches         ``conv2d`` of the densified patches columns       dense
+conv @ patches/conv    kernel composition: the patches' kernels          patches
+                       unfolded over the taps, summed per tap, folded
 patches @ patches      unfold of the densified right operand             dense
 other                  dense matmul of the two (small) blocks           dense
 =====================  ==============================================  ========
@@ -201,6 +202,39 @@ def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
     return PatchesBlock(core2, C.in_hw, (s1h * s2h, s1w * s2w), (p1h * s2h + p2h, p1w * s2w + p2w))
 
 
+def _conv_patches(C: ConvBlock, P: PatchesBlock) -> PatchesBlock:
+    """M_conv @ M_patches = patches with composed kernels: output position ``o`` of the convolution
+    sums, over its taps ``(c, i, j)``, the weight times the kernel of ``P``'s row ``(c, y + i, x + j)``,
+    which sits ``(i, j) * s_P`` further in ``P``'s input.  So the new kernel is ``(k_C - 1) s_P + k_P``
+    wide, the stride ``s_C s_P`` and the padding ``p_C s_P + p_P``.  Computed as: ``P``'s kernels
+    (zero over its padding) unfolded over the convolution's taps, contracted with the weight per tap,
+    then overlap-added into the bigger kernel (``fold`` with stride ``s_P``)."""
+    co_p, ho_p, wo_p = P.out_chw
+    ci, kh, kw = P.in_chw[0], *P.k_hw
+    co_c, ka_h, ka_w = C.weight.shape[0], C.weight.shape[2], C.weight.shape[3]
+    ho_c, wo_c = C.out_hw
+    (s_ph, s_pw), (p_ph, p_pw) = P.stride, P.padding
+    (s_ch, s_cw), (p_ch, p_cw) = C.stride, C.padding
+    core = P.core_where_valid(0.0)  # [*lead, co_p, ho_p, wo_p, ci, kh, kw]
+    lead = tuple(core.shape[:-6])
+    n = 1
+    for d in lead:
+        n *= d
+    f = ci * kh * kw
+    img = core.reshape(n, co_p, ho_p, wo_p, f).permute(0, 4, 1, 2, 3).reshape(n * f, co_p, ho_p, wo_p)
+    taps = unfold_image(img, (ka_h, ka_w), C.stride, C.padding, (ho_c, wo_c))  # [n f, co_p, ka_h, ka_w, ho_c, wo_c]
+    taps = taps.reshape(n, f, co_p, ka_h, ka_w, ho_c * wo_c)
+    per_tap = torch.einsum("nfcijl,dcij->ndlfij", taps, C.weight.to(core.dtype))  # [n, co_c, L, f, ka_h, ka_w]
+    kh2, kw2 = (ka_h - 1) * s_ph + kh, (ka_w - 1) * s_pw + kw
+    cols = per_tap.reshape(n * co_c * ho_c * wo_c, f, ka_h * ka_w)
+    big = F.fold(cols, (kh2, kw2), (kh, kw), stride=(s_ph, s_pw))  # [n co_c L, ci, kh2, kw2]
+    out = big.reshape(lead + (co_c, ho_c, wo_c, ci, kh2, kw2))
+    full = tuple(torch.broadcast_shapes(tuple(C.lead), lead))  # C's lead dims repeat one matrix
+    if full != lead:
+        out = out.reshape((1,) * (len(full) - len(lead)) + tuple(out.shape)).expand(full + tuple(out.shape[len(lead):]))
+    return PatchesBlock(out, P.in_hw, (s_ch * s_ph, s_cw * s_pw), (p_ch * s_ph + p_ph, p_cw * s_pw + p_pw))
+
+
 def block_matmul(A: Block, B: Block) -> Block:
     """Product of two blocks whose holes are 0: ``A [*L, m, k] @ B [*L, k, n]``."""
     out_shape = tuple(A.shape[:-1]) + (B.shape[-1],)
@@ -222,8 +256,12 @@ def block_matmul(A: Block, B: Block) -> Block:
         else:
             res = _dense_conv(DenseBlock(A.to_dense(0)), B, out_shape)
     elif isinstance(A, ConvBlock):
-        Bd = B if isinstance(B, RepeatBlock) else DenseBlock(B.to_dense(0))
-        res = _conv_dense(A, Bd, out_shape)
+        if isinstance(B, (PatchesBlock, ConvBlock)):
+            P = B.as_patches() if isinstance(B, ConvBlock) else B
+            res = _conv_patches(A, P) if P.out_chw == A.in_chw and P.core.is_floating_point() else None
+        if res is None:
+            Bd = B if isinstance(B, RepeatBlock) else DenseBlock(B.to_dense(0))
+            res = _conv_dense(A, Bd, out_shape)
     elif isinstance(B, PatchesBlock) and isinstance(A, RepeatBlock):
         res = _dense_patches(A, B, out_shape)
     elif isinstance(A, PatchesBlock):

@@ -610,14 +610,31 @@ def _abs(p):
     return p.abs() if isinstance(p, torch.Tensor) else p.map_values(torch.abs)
 
 
-def _memo(t: torch.Tensor, key, make):
-    """A value derived from the tensor ``t`` (a stored member's view: the same object all run long),
-    made once and kept on it."""
-    cache = t.__dict__.setdefault("_cf_memo", {})
+def _memo(t, key, make):
+    """A value derived from ``t`` (a tensor or a block), made once and kept on it.  Only for views of
+    ``t`` (they follow its data) or for tensors marked constant (:func:`mark_constant`): a graph's
+    input buffers are written in place between replays, and a computed value kept on one would go
+    stale."""
+    space = getattr(t, "__dict__", None)
+    if space is None:  # a tensor kind that keeps no attributes (the general g-BSCR tensor)
+        return make()
+    cache = space.setdefault("_cf_memo", {})
     hit = cache.get(key)
     if hit is None:
         hit = cache[key] = make()
     return hit
+
+
+def mark_constant(t):
+    """Declare that ``t`` (a network parameter as the engine keeps it) never changes."""
+    space = getattr(t, "__dict__", None)
+    if space is not None:
+        space["_cf_constant"] = True
+    return t
+
+
+def _is_constant(t) -> bool:
+    return getattr(t, "__dict__", {}).get("_cf_constant", False)
 
 
 def _column(v: torch.Tensor) -> torch.Tensor:
@@ -681,13 +698,8 @@ def interval_inner(x, lo, hi, dim: int):
 
 
 def _abs_of(p):
-    """``|p|`` for a part; made once for a persistent one (a layer's weights, kept by the engine)."""
-    if isinstance(p, torch.Tensor):
-        return _memo(p, "abs", lambda: p.abs())
-    hit = p.__dict__.get("_cf_abs")
-    if hit is None:
-        hit = p.__dict__["_cf_abs"] = _abs(p)
-    return hit
+    """``|p|`` for a part; made once for a constant one (a layer's weights, kept by the engine)."""
+    return _memo(p, "abs", lambda: _abs(p)) if _is_constant(p) else _abs(p)
 
 
 def substitute(c, lower, upper, lc, lk, uc, uk):

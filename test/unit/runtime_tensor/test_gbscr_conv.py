@@ -119,13 +119,36 @@ def test_patches_and_conv_products(s, p, ci, co, k, s2, p2, composition, monkeyp
     Pin = PatchesBlock(torch.randn(co, *mid_hw, ci, k, k, generator=g, dtype=dtype), (5, 4), s, p)
     assert Pin.shape == M1.shape
     MPin = naive_patches(Pin.core, (5, 4), s, p)
-    assert_matches(T.inner(st(conv2), st(Pin)), M2 @ MPin)
+    r = T.inner(st(conv2), st(Pin))
+    assert r.blocks[0][1].kind == "patches"  # kernel composition, not the densified columns
+    assert_matches(r, M2 @ MPin)
     assert_matches(T.inner(st(P), st(Pin)), MP @ MPin)
     # dense @ patches and patches @ dense
     X = torch.randn(3, MP.shape[0], generator=g, dtype=dtype)
     assert_matches(T.inner(st(DenseBlock(X)), st(P)), X @ MP)
     Y = torch.randn(MP.shape[1], 4, generator=g, dtype=dtype)
     assert_matches(T.inner(st(P), st(DenseBlock(Y))), MP @ Y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("lead_c,lead_p", [((), (3,)), ((2,), ()), ((2,), (1,)), ((2,), (2,))])
+def test_conv_at_patches_with_lead_dims(lead_c, lead_p, dtype, no_conv_unroll):
+    """conv @ patches keeps patches (composed kernels) for every broadcast of the lead dims; a
+    strided, padded convolution over a strided, padded patches block."""
+    g = torch.Generator().manual_seed(7)
+    core = _rand(g, *lead_p, 3, 4, 4, 2, 3, 3, dtype=dtype)  # patches: [2, 8, 7] -> [3, 4, 4]
+    P = PatchesBlock(core, (8, 7), 2, 1)
+    w = _rand(g, 2, 3, 3, 3, dtype=dtype)
+    C = ConvBlock(w, (4, 4), 2, 1, lead=lead_c)
+    st = lambda b: SparseTensor(b.shape, 0.0, [((0,) * len(b.shape), b)])  # noqa: E731
+    r = T.inner(st(C), st(P))
+    assert r.blocks[0][1].kind == "patches"
+    flat = core.to(torch.float64).reshape((-1,) + tuple(core.shape[-6:]))
+    MP = torch.stack([naive_patches(c, (8, 7), 2, 1) for c in flat]).reshape(tuple(lead_p) + (48, 112))
+    expect = unrolled_conv(w.to(torch.float64), (4, 4), 2, 1) @ MP
+    full = tuple(torch.broadcast_shapes(lead_c, lead_p))
+    assert tuple(r.shape) == full + (8, 112)
+    assert_matches(r, expect.expand(full + (8, 112)).to(dtype))
 
 
 def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
