@@ -18,8 +18,10 @@ A uniform value (all intrinsic sizes 1) of per-layer metadata is read with ``ctx
 host number.  ``cftensor.return`` returns the member values in shape order.  The module starts with
 a header recording the source hash and the pass pipeline, and ends with ``FLOW`` (direction,
 transformer, members with their types and roles), ``RULES`` (operator name -> function),
-``NOISE`` (fresh noise symbols per neuron made by each rule) and ``LAYER_GRANULAR`` (no traverse
-decides per neuron, so the engine can plan its tensors from shapes).
+``NOISE`` (fresh noise symbols per neuron made by each rule), ``LAYER_GRANULAR`` (no traverse
+decides per neuron, so the engine can plan its tensors from shapes) and ``LOCAL_MEMBERS`` (members
+read through a rule's predecessors only, so a layer's values of them can be freed once its
+successors are analysed).
 """
 
 from __future__ import annotations
@@ -302,6 +304,18 @@ def _(op: ct.LayerTraverseOp, out: _Out) -> None:
     out.assign(op, f"ctx.traverse_layers({out.name(op.init)}, {prio}, {body}, {rank})")
 
 
+def _local_members(module: ModuleOp, names: list[str]) -> list[str]:
+    """The members whose every ``cftensor.access`` reads the neurons of a predecessor input
+    (``prev[Z]``), not neurons from a map over all neurons or a traverse (``n[L]``)."""
+    nonlocal_ = set()
+    for op in module.walk():
+        if isinstance(op, ct.AccessOp):
+            src = op.operands[0].owner
+            if not (isinstance(src, ct.InputOp) and src.input_name.data in contract.PREDECESSOR_INPUTS):
+                nonlocal_.add(op.member.data)
+    return [n for n in names if n not in nonlocal_]
+
+
 def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", pipeline: str = "-") -> str:
     """The Python source of a lifted (and optimised) ``cftensor`` module."""
     lines = [HEADER.format(source=source, digest=digest, pipeline=pipeline).rstrip(), ""]
@@ -329,4 +343,6 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     lines.append(f"{contract.MODULE_NOISE} = {noise!r}  # fresh noise symbols per neuron made by each rule")
     granular = not any(isinstance(o, ct.WhileOp) for o in module.walk())
     lines.append(f"{contract.MODULE_LAYER_GRANULAR} = {granular!r}  # every traverse substitutes whole layers (no per-neuron loop)")
+    local = _local_members(module, [m[0] for m in members])
+    lines.append(f"{contract.MODULE_LOCAL_MEMBERS} = {local!r}  # read through a rule's predecessors only")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@
   last layer's Float ``lower``/``upper`` members.
 * **Operators** of layer kinds: the transformer rule that handles each kind of network layer.
 * **The compiled module**: what the Python emission writes and the engine reads (``FLOW``, ``RULES``,
-  ``NOISE``, ``LAYER_GRANULAR``).
+  ``NOISE``, ``LAYER_GRANULAR``, ``LOCAL_MEMBERS``).
 
 Plain Python, imported by the compiler (``cfmlir``), the runtime (``cfruntime``) and the interpreter.
 """
@@ -66,5 +66,10 @@ OPERATOR_OF_KIND = {
 
 #: Names a compiled module defines: ``FLOW = {'direction', 'transformer', 'members': [(name, letter,
 #: role), ...]}``, ``RULES = {operator: rule function (rt, ctx) -> member values}``, ``NOISE =
-#: {operator: fresh noise symbols per neuron}``, ``LAYER_GRANULAR = bool``.
+#: {operator: fresh noise symbols per neuron}``, ``LAYER_GRANULAR = bool``, ``LOCAL_MEMBERS = [name,
+#: ...]`` (members every rule reads through its own layer's predecessors only, never through a map over
+#: all neurons or a traverse: the engine may free them once a layer's successors are analysed).
 MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
+MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
+#: The rule inputs that name a layer's predecessors (``cftensor.input``).
+PREDECESSOR_INPUTS = ("prev", "prev_0", "prev_1")

@@ -136,7 +136,11 @@ def _engine_label(args) -> str:
 
 def _compiled_bounds(args, cert, net, lb, ub, C):
     """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine."""
-    return _compiled_run(args, cert, net.with_margin_layer(C), lb, ub)
+    from cfruntime.flow.engine import out_of_memory_at
+
+    # the margins' weights are per sample ([B, K, n]): a batch may not fit here already
+    mnet = out_of_memory_at(lambda: net.with_margin_layer(C), net.layers[-1].index, "margins", len(C), args.device)
+    return _compiled_run(args, cert, mnet, lb, ub)
 
 
 def _compiled_run(args, cert, mnet, lb, ub):

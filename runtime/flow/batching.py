@@ -42,6 +42,7 @@ def in_batches(run: Callable[[int, int], object], n: int, batch_size: int,
             if stop - start <= 1:
                 raise
             oom = exc.with_traceback(None)  # its frames hold the failed attempt's tensors
+            oom.__context__ = oom.__cause__ = None
         if oom is not None:
             _release()
             smaller = max(1, (stop - start) // 2)

@@ -57,6 +57,18 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and ("can't allocate memory" in msg or "out of memory" in msg)
 
 
+def out_of_memory_at(fn, layer: int, kind: str, batch: int, device):
+    """``fn()``, with an allocation failure raised as :class:`EngineOutOfMemory` at ``layer``
+    (outside the handler, so the failed attempt's frames and tensors can be freed)."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - only allocation failures are converted
+        if not _is_out_of_memory(exc):
+            raise
+        nbytes = _requested_bytes(exc)
+    raise EngineOutOfMemory(layer, kind, batch, nbytes, device)
+
+
 def _requested_bytes(exc: BaseException) -> int | None:
     m = _ALLOC_BYTES.search(str(exc))
     if m is None:
@@ -77,6 +89,7 @@ class CompiledCertifier:
     source: str
 
     layer_granular: bool = False
+    local_members: tuple[str, ...] = ()
 
     @classmethod
     def from_source(cls, name: str, source: str) -> "CompiledCertifier":
@@ -84,7 +97,8 @@ class CompiledCertifier:
         exec(compile(source, f"<compiled {name}>", "exec"), module.__dict__)  # noqa: S102 - our own output
         space = module.__dict__
         return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
-                   source, space.get(contract.MODULE_LAYER_GRANULAR, False))
+                   source, space.get(contract.MODULE_LAYER_GRANULAR, False),
+                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())))
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
@@ -175,7 +189,10 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
     has_sym = any(letter == "S" for _, letter, _ in members)
     sym = n0 if has_sym else 0
     for name, letter, role in members:
-        store.put(0, name, _initial(letter, role, name, lb, ub, rep, cert.name))
+        init = out_of_memory_at(lambda: _initial(letter, role, name, lb, ub, rep, cert.name), 0, "input", b, rep.device)
+        store.put(0, name, init)
+    freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
+    last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND[layer.kind]
         new_sym = sym + cert.noise.get(op, 0) * layer.size
@@ -193,6 +210,8 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
             del ctx, store
             raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
         sym = new_sym
+        for k in last_reader.get(layer.index, ()):  # no later rule reads them: free the expressions
+            store.release(k, freeable)
     last = layers[-1].index
     lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
     hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
@@ -201,6 +220,19 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
     lower = gb.to_dense(store.get(last, lo_name))
     upper = gb.to_dense(store.get(last, hi_name))
     return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store)
+
+
+def _last_readers(layers) -> dict[int, list[int]]:
+    """``{j: layers whose last successor is j}`` (the last layer is kept: its bounds are the result)."""
+    last: dict[int, int] = {}
+    for layer in layers[1:]:
+        for k in layer.preds:
+            last[k] = max(last.get(k, layer.index), layer.index)
+    out: dict[int, list[int]] = {}
+    for k, j in last.items():
+        if k != layers[-1].index:
+            out.setdefault(j, []).append(k)
+    return out
 
 
 def _initial(letter: str, role: str, name: str, lb, ub, rep: Representation, cert: str):

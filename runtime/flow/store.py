@@ -32,16 +32,35 @@ class ShapeStore:
         #: a stored member of one layer seen through a rule's layout (``LayerContext.access``); stored
         #: values never change, so these views stay valid for the whole run
         self.views: dict[tuple, object] = {}
+        self.released: set[tuple[int, str]] = set()  # (layer, member) values freed (release)
         self._full_batch = _BatchedOnce(batch)
 
     def put(self, layer: int, name: str, value) -> None:
         self.values[name][layer] = value
         self._global.clear()
 
+    def release(self, layer: int, names: list[str]) -> None:
+        """Free a layer's values of the members ``names`` (PolyExp/SymExp members that every rule
+        reads through its predecessors only: ``LOCAL_MEMBERS``), once every successor of ``layer``
+        has run: DeepZ's noise-symbol coefficients are gigabytes per layer on a CIFAR ConvBig."""
+        freed = []
+        for name in names:
+            value = self.values[name].pop(layer, None)
+            freed += [value, getattr(value, "coeff", None), getattr(value, "const", None)]
+            self.released.add((layer, name))
+        ids = {id(v) for v in freed if v is not None}
+        # views of the freed values would keep them alive: (layer, member, ...) and ("view", id, ...)
+        for key in [k for k, hit in self.views.items()
+                    if (k[0] == layer and k[1] in names) or (k[0] == "view" and id(hit[0]) in ids)]:
+            del self.views[key]
+        self._global.clear()
+
     def get(self, layer: int, name: str):
         try:
             return self.values[name][layer]
         except KeyError:
+            if (layer, name) in self.released:
+                raise RuntimeError(f"shape member '{name}' of layer {layer} was freed after its successors ran") from None
             raise RuntimeError(f"shape member '{name}' of layer {layer} is read before it is computed") from None
 
     def pad_sym(self, value: Affine, total_sym: int) -> Affine:

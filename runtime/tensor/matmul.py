@@ -30,8 +30,8 @@ X @ patches            einsum + ``fold`` (col2im)                        dense
 patches @ X            ``unfold`` (im2col) + einsum                      dense
 patches/conv @ conv    kernel composition: a small transpose-conv        patches
                        matrix, or ``conv_transpose2d`` for big kernels
-conv @ patches/conv    kernel composition: the patches' kernels          patches
-                       unfolded over the taps, summed per tap, folded
+conv @ patches/conv    kernel composition: per tap, the patches'         patches
+                       kernels it reads times its weights, added in
 patches @ patches      unfold of the densified right operand             dense
 other                  dense matmul of the two (small) blocks           dense
 =====================  ==============================================  ========
@@ -144,11 +144,22 @@ def _dense_patches(A: RepeatBlock, P: PatchesBlock, out_shape) -> Block:
     lead_a, m = tuple(ca.shape[:-2]), ca.shape[-2]
     x = ca.reshape(lead_a + (m, co, ho * wo))
     pr = P.core.reshape(P.lead + (co, ho * wo, ci * kh * kw))
-    t = torch.einsum("...mcp,...cpq->...mqp", x, pr)
-    lead_r = tuple(t.shape[:-3])
-    cols = t.reshape(-1, ci, kh, kw, ho, wo)
-    img = fold_patches(cols, P.in_hw, P.stride, P.padding)
-    return make_bcast_block(img.reshape(lead_r + (m, out_shape[-1])), out_shape)
+    lead_r = tuple(torch.broadcast_shapes(lead_a, P.lead))
+    per_row = ci * kh * kw * ho * wo  # the unfolded columns of one row of X, before the fold
+    for d in lead_r:
+        per_row *= d
+    step = max(1, _UNFOLDED_MAX // per_row)  # rows of X at a time: bounded working memory
+
+    def rows(xc):
+        t = torch.einsum("...mcp,...cpq->...mqp", xc, pr)
+        img = fold_patches(t.reshape(-1, ci, kh, kw, ho, wo), P.in_hw, P.stride, P.padding)
+        return img.reshape(lead_r + (xc.shape[-3], out_shape[-1]))
+
+    img = rows(x) if step >= m else torch.cat([rows(xc) for xc in x.split(step, dim=-3)], dim=-2)
+    return make_bcast_block(img, out_shape)
+
+
+_UNFOLDED_MAX = 1 << 26  # entries of the unfolded columns that X @ patches makes at once
 
 
 def _patches_dense(P: PatchesBlock, B: RepeatBlock, out_shape) -> Block:
@@ -206,9 +217,11 @@ def _conv_patches(C: ConvBlock, P: PatchesBlock) -> PatchesBlock:
     """M_conv @ M_patches = patches with composed kernels: output position ``o`` of the convolution
     sums, over its taps ``(c, i, j)``, the weight times the kernel of ``P``'s row ``(c, y + i, x + j)``,
     which sits ``(i, j) * s_P`` further in ``P``'s input.  So the new kernel is ``(k_C - 1) s_P + k_P``
-    wide, the stride ``s_C s_P`` and the padding ``p_C s_P + p_P``.  Computed as: ``P``'s kernels
-    (zero over its padding) unfolded over the convolution's taps, contracted with the weight per tap,
-    then overlap-added into the bigger kernel (``fold`` with stride ``s_P``)."""
+    wide, the stride ``s_C s_P`` and the padding ``p_C s_P + p_P``.  Computed tap by tap: ``P``'s
+    kernels (zero over its padding) at the positions the tap reads, contracted with the tap's weights
+    over the channels, added into the bigger kernel at offset ``(i, j) * s_P``.  (One tap at a time
+    keeps the working memory at one output's size, where unfolding every tap at once would need
+    ``k_C^2`` times more: the noise-symbol parts of DeepZ on a CIFAR ConvBig are gigabytes.)"""
     co_p, ho_p, wo_p = P.out_chw
     ci, kh, kw = P.in_chw[0], *P.k_hw
     co_c, ka_h, ka_w = C.weight.shape[0], C.weight.shape[2], C.weight.shape[3]
@@ -217,18 +230,20 @@ def _conv_patches(C: ConvBlock, P: PatchesBlock) -> PatchesBlock:
     (s_ch, s_cw), (p_ch, p_cw) = C.stride, C.padding
     core = P.core_where_valid(0.0)  # [*lead, co_p, ho_p, wo_p, ci, kh, kw]
     lead = tuple(core.shape[:-6])
-    n = 1
-    for d in lead:
-        n *= d
     f = ci * kh * kw
-    img = core.reshape(n, co_p, ho_p, wo_p, f).permute(0, 4, 1, 2, 3).reshape(n * f, co_p, ho_p, wo_p)
-    taps = unfold_image(img, (ka_h, ka_w), C.stride, C.padding, (ho_c, wo_c))  # [n f, co_p, ka_h, ka_w, ho_c, wo_c]
-    taps = taps.reshape(n, f, co_p, ka_h, ka_w, ho_c * wo_c)
-    per_tap = torch.einsum("nfcijl,dcij->ndlfij", taps, C.weight.to(core.dtype))  # [n, co_c, L, f, ka_h, ka_w]
+    img = core.reshape((-1, co_p, ho_p, wo_p, f))
+    rh = max(0, (ho_c - 1) * s_ch + ka_h - ho_p - p_ch)
+    rw = max(0, (wo_c - 1) * s_cw + ka_w - wo_p - p_cw)
+    img = F.pad(img, (0, 0, p_cw, rw, p_ch, rh))  # zero rows of P outside its output grid
+    weight = C.weight.to(core.dtype)
     kh2, kw2 = (ka_h - 1) * s_ph + kh, (ka_w - 1) * s_pw + kw
-    cols = per_tap.reshape(n * co_c * ho_c * wo_c, f, ka_h * ka_w)
-    big = F.fold(cols, (kh2, kw2), (kh, kw), stride=(s_ph, s_pw))  # [n co_c L, ci, kh2, kw2]
-    out = big.reshape(lead + (co_c, ho_c, wo_c, ci, kh2, kw2))
+    out = core.new_zeros((img.shape[0], co_c, ho_c, wo_c, ci, kh2, kw2))
+    for i in range(ka_h):
+        for j in range(ka_w):
+            tap = img[:, :, i:i + (ho_c - 1) * s_ch + 1:s_ch, j:j + (wo_c - 1) * s_cw + 1:s_cw]
+            term = torch.einsum("nchwf,dc->ndhwf", tap, weight[:, :, i, j])
+            out[..., i * s_ph:i * s_ph + kh, j * s_pw:j * s_pw + kw] += term.reshape(term.shape[:4] + (ci, kh, kw))
+    out = out.reshape(lead + tuple(out.shape[1:]))
     full = tuple(torch.broadcast_shapes(tuple(C.lead), lead))  # C's lead dims repeat one matrix
     if full != lead:
         out = out.reshape((1,) * (len(full) - len(lead)) + tuple(out.shape)).expand(full + tuple(out.shape[len(lead):]))

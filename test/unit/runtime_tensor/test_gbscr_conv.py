@@ -151,6 +151,23 @@ def test_conv_at_patches_with_lead_dims(lead_c, lead_p, dtype, no_conv_unroll):
     assert_matches(r, expect.expand(full + (8, 112)).to(dtype))
 
 
+@pytest.mark.parametrize("lead_x,lead_p", [((), ()), ((2,), ()), ((), (2,)), ((2,), (2,))])
+def test_dense_at_patches_in_row_chunks(lead_x, lead_p, monkeypatch):
+    """X @ patches unfolds a bounded number of X's rows at a time; the chunks give the same product."""
+    g = torch.Generator().manual_seed(3)
+    core = torch.randn(*lead_p, 3, 4, 4, 2, 3, 3, generator=g, dtype=torch.float64)
+    P = PatchesBlock(core, (8, 7), 2, 1)
+    X = torch.randn(*lead_x, 5, 48, generator=g, dtype=torch.float64)
+    st = lambda b: SparseTensor(b.shape, 0.0, [((0,) * len(b.shape), b)])  # noqa: E731
+    whole = T.to_dense(T.inner(st(DenseBlock(X)), st(P)))
+    monkeypatch.setattr(matmul_module, "_UNFOLDED_MAX", 1)  # one row at a time
+    chunked = T.inner(st(DenseBlock(X)), st(P))
+    flat = core.reshape((-1,) + tuple(core.shape[-6:]))
+    MP = torch.stack([naive_patches(c, (8, 7), 2, 1) for c in flat]).reshape(tuple(lead_p) + (48, 112))
+    assert_matches(chunked, X @ MP)
+    torch.testing.assert_close(T.to_dense(chunked), whole, rtol=1e-12, atol=1e-12)
+
+
 def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
     """coef @ conv2 -> @ relu diag -> @ conv1, all without unrolling a conv."""
     g = torch.Generator().manual_seed(5)
