@@ -2,10 +2,12 @@
 
     python bench/certify.py                              # the default selection (see --help)
     python bench/certify.py --certifiers deeppoly,ibp --nets mnist_relu_6_100 --modes all --n 100
+    python bench/certify.py --certifiers deepz,polyzono,zid --nets cifar_relu_7_1024 --modes CF --dtype float32 \
+        --n 20 --batch 20 --no-compile-times --out bench/results/memory_cifar_7x1024.json    # memory
 
 For each (certifier, network, mode) one child process runs the compiled engine on the first ``--n``
 images at the paper's epsilon for that network (batch 100 for fully-connected nets, 10 for conv nets,
-as in the paper) and reports the number of certified images, the analysis time (compilation excluded:
+as in the paper, or ``--batch``) and reports the number of certified images, the analysis time (compilation excluded:
 the emitted module is cached) and the peak resident memory of the process (``ru_maxrss``).  Runs over
 ``--timeout`` seconds are reported as timeouts.  A separate table gives the uncached compile time of
 every shipped certifier (the full default pipeline, in-process).  Prints tables and writes
@@ -65,9 +67,9 @@ def is_conv(net: str) -> bool:
     return "conv" in net.lower()
 
 
-def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str = "float64") -> dict:
+def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str = "float64", batch: int | None = None) -> dict:
     sparse, rewrite = MODES[mode]
-    batch = 10 if is_conv(net) else 100
+    batch = batch or (10 if is_conv(net) else 100)
     args = [sys.executable, "-c", CHILD, cert, net, str(n), str(batch), str(int(sparse)), str(int(rewrite)), dtype]
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -105,6 +107,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "certify.json"))
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                     help="analysis precision (auto_LiRPA and ERAN's GPU paths use float32)")
+    ap.add_argument("--batch", type=int, default=None, help="images per batch (default: 100, 10 for conv nets)")
     ap.add_argument("--no-compile-times", action="store_true")
     args = ap.parse_args()
     if not SHARED.is_dir():
@@ -123,8 +126,8 @@ def main() -> int:
     for net in nets:
         for cert in certs:
             for mode in modes:
-                r = run_one(cert, net, mode, args.n, args.timeout, args.dtype)
-                r.update(certifier=cert, network=net, mode=mode, eps=EPS[net])
+                r = run_one(cert, net, mode, args.n, args.timeout, args.dtype, args.batch)
+                r.update(certifier=cert, network=net, mode=mode, eps=EPS[net], batch=args.batch or (10 if is_conv(net) else 100))
                 results["runs"].append(r)
                 if r["status"] == "ok":
                     print(f"{cert:11s} {net:32s} {mode:7s} {r['certified']:3d}/{r['correct']:<3d}"

@@ -165,7 +165,8 @@ def _margins_ours(lowers, labels, others) -> torch.Tensor:
     return low.gather(1, others.cpu())
 
 
-def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None) -> list[dict]:
+def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None,
+            dense_max: int = DENSE_REFERENCE_MAX_NEURONS) -> list[dict]:
     from cfruntime.properties import load_paper_problem
     from cfruntime.properties.manifest import load_manifest
 
@@ -196,7 +197,7 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
             ref_m, ref_kind = peer_m, "timed run"
             if cert == "deeppoly":
                 ref_m, ref_kind = None, "not compared (network too large for a dense-intermediate run)"
-                if sum(l.size for l in net.layers) <= DENSE_REFERENCE_MAX_NEURONS:
+                if sum(l.size for l in net.layers) <= dense_max:
                     dense = Peer(entry.path, prop, batches, device, dense_intermediate=True)
                     dense.method = "backward"
                     ref_m, ref_kind = torch.cat([dense(b).double().cpu() for b in batches]), "dense-intermediate"
@@ -261,6 +262,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n", type=int, default=None, help="images per row (default: the row's)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--dense-reference-max", type=int, default=DENSE_REFERENCE_MAX_NEURONS,
+                    help="compare DeepPoly's margins with auto_LiRPA's dense-intermediate run on nets with at most "
+                         f"this many neurons (default {DENSE_REFERENCE_MAX_NEURONS}; its memory is quadratic in them)")
     args = ap.parse_args()
     why = peer_available()
     if why is not None:
@@ -284,7 +288,8 @@ def main() -> int:
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
     print(HEADER)
     for row in rows:
-        results["runs"] += run_row(row, [c for c in certifiers if c in row.certifiers], device, args.repeat, args.n)
+        results["runs"] += run_row(row, [c for c in certifiers if c in row.certifiers], device, args.repeat, args.n,
+                                   args.dense_reference_max)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nwrote {out}")
