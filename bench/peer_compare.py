@@ -3,6 +3,7 @@
     python bench/peer_compare.py                     # CPU, 2 threads, every row
     python bench/peer_compare.py --device cuda       # the same on a GPU
     python bench/peer_compare.py --rows mnist_6x100,mnist_6x100_b1 --certifiers deeppoly
+    python bench/peer_compare.py --malloc fixed      # fixed allocator thresholds: repeatable CPU timings
 
 For every row (a shared network and a batch size) and certifier, both tools bound the robustness
 margins ``y_true - y_j`` of the same L-inf boxes (the first ``n`` images at the paper's epsilon) in
@@ -10,13 +11,15 @@ float32, in one process: IBP = auto_LiRPA ``IBP``, CROWN-IBP = ``CROWN-IBP``, De
 ``backward`` (CROWN).  Timing is warm: one untimed warm-up batch, then the minimum over ``--repeat``
 runs of the whole set of batches (bound computation only: network loading, compilation and the
 ``BoundedModule`` build are excluded; on CUDA the device is synchronised after every batch).
-For one certification (the first batch) the torch operations and host syncs of both tools are
+Both tools run in one process under glibc's allocator as it comes (its adaptive mmap/trim thresholds
+make the CPU timings of big tensors vary by up to 1.5x between runs) or, with ``--malloc fixed``, with
+those thresholds fixed (repeatable; both tools run faster, auto_LiRPA more).  For one certification (the first batch) the torch operations and host syncs of both tools are
 counted (:class:`cfruntime.op_count.OpCounter`; ours eagerly: on CUDA our timed runs replay a CUDA
 graph, which the counts do not see).  TensorFloat-32 is off for both tools.  Margins are compared with auto_LiRPA's: IBP and
 CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
 bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
 
-Prints a table and writes ``bench/results/peer_compare[_cuda].json``.  auto_LiRPA 0.7.1 lives in
+Prints a table and writes ``bench/results/peer_compare[_cuda][_fixed_malloc].json``.  auto_LiRPA 0.7.1 lives in
 ``../shared/peers`` (set-up in its README: ``onnx2pytorch`` and friends in this environment); without
 it the script says so and exits 0.
 """
@@ -27,6 +30,7 @@ import argparse
 import gc
 import json
 import math
+import os
 import sys
 import time
 import warnings
@@ -60,8 +64,14 @@ ROWS = [
     Row("mnist_convsmall_diffai", "mnist_convSmallRELU__DiffAI", 10, 100, 100),
     Row("cifar_convsmall_pgd", "cifar10_convSmallRELU__PGDK", 10, 100, 100),
     Row("cifar_convmed", "cifar10_convMedRELU", 10, 10, 100),
+    # no DeepPoly row: auto_LiRPA 0.7.1's CROWN stops on ConvBig with "RuntimeError: The size of tensor
+    # a (16384) must match the size of tensor b (16) at non-singleton dimension 3" (concretize_bounds,
+    # an intermediate layer's patches-mode bound), on the CPU and on CUDA
     Row("cifar_convbig", "cifar10_convBigRELU", 10, 10, 100, ("ibp", "crown_ibp")),
 ]
+
+#: glibc's allocator with fixed thresholds (see --malloc): freed big tensors stay in the process
+MALLOC_FIXED = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_": "1000000000"}
 
 #: DeepPoly's margins are compared with auto_LiRPA's dense-intermediate run (matrix mode for conv
 #: nets), which needs memory quadratic in the neurons: above this many it is not run.
@@ -265,7 +275,15 @@ def main() -> int:
     ap.add_argument("--dense-reference-max", type=int, default=DENSE_REFERENCE_MAX_NEURONS,
                     help="compare DeepPoly's margins with auto_LiRPA's dense-intermediate run on nets with at most "
                          f"this many neurons (default {DENSE_REFERENCE_MAX_NEURONS}; its memory is quadratic in them)")
+    ap.add_argument("--malloc", choices=("glibc", "fixed"), default="glibc",
+                    help="glibc (default): the allocator as both tools get it, whose adaptive thresholds make CPU "
+                         "timings of big tensors vary by up to 1.5x from run to run (freed blocks go back to the "
+                         "system and come back as page faults); fixed: mmap and trim thresholds fixed at 1 GB for "
+                         "both tools (repeatable, and faster for both)")
     args = ap.parse_args()
+    if args.malloc == "fixed" and any(os.environ.get(k) != v for k, v in MALLOC_FIXED.items()):
+        # glibc reads these when the process starts: run this script again with them set
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **MALLOC_FIXED})
     why = peer_available()
     if why is not None:
         print(f"skipped: {why}")
@@ -281,10 +299,12 @@ def main() -> int:
     device = torch.device(args.device)
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     certifiers = args.certifiers.split(",")
-    out = Path(args.out) if args.out else REPO / "bench" / "results" / f"peer_compare{'_cuda' if device.type == 'cuda' else ''}.json"
+    name = f"peer_compare{'_cuda' if device.type == 'cuda' else ''}{'_fixed_malloc' if args.malloc == 'fixed' else ''}.json"
+    out = Path(args.out) if args.out else REPO / "bench" / "results" / name
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False,
-               "repeat": args.repeat, "torch": torch.__version__, "runs": []}
+               "repeat": args.repeat, "torch": torch.__version__,
+               "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults", "runs": []}
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
     print(HEADER)
     for row in rows:

@@ -15,6 +15,7 @@ or capture fails.
 
 from __future__ import annotations
 
+import gc
 import warnings
 
 import torch
@@ -41,18 +42,33 @@ class _Graph:
                 l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
                           linear_kind=l.linear_kind, weight=w, bias=b)
             layers.append(l)
-        self.network = Network(layers, source=network.source, input_name=network.input_name)
-        self.call = lambda: run(cert, self.network, self.lb, self.ub, dtype=dtype, device=device,
-                                representation=representation, graph=False)
+        self.network = net = Network(layers, source=network.source, input_name=network.input_name)
+        lo, hi = self.lb, self.ub  # (no reference to self: a _Graph is freed as soon as it is dropped)
+
+        def call():
+            return run(cert, net, lo, hi, dtype=dtype, device=device, representation=representation, graph=False)
+
         stream = torch.cuda.Stream(device)
         stream.wait_stream(torch.cuda.current_stream(device))
         with torch.cuda.stream(stream):
-            self.call()  # warm: parameters, layouts and memos are made outside the graph
+            call()  # warm: parameters, layouts and memos are made outside the graph
         torch.cuda.current_stream(device).wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            res = self.call()
+        # No Python garbage collection inside the capture: a collected CUDA graph (or any CUDA object)
+        # freed there invalidates the capture ("operation not permitted when stream is capturing").
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.cuda.graph(self.graph):
+                res = call()
+        finally:
+            if enabled:
+                gc.enable()
         self.lower, self.upper = res.lower, res.upper
+
+    def release(self) -> None:
+        """Free the captured graph now (not whenever its object is collected)."""
+        self.graph.reset()
 
     def __call__(self, network: Network, lb, ub):
         self.lb.copy_(lb)
@@ -81,7 +97,7 @@ def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation):
     key = _key(cert, network, lb, dtype, representation)
     if key not in _GRAPHS:
         if len(_GRAPHS) >= _MAX_GRAPHS:
-            _GRAPHS.pop(next(iter(_GRAPHS)))
+            _release(_GRAPHS.pop(next(iter(_GRAPHS))))
         try:
             _GRAPHS[key] = _Graph(run, cert, network, lb, ub, dtype, representation)
         except Exception as exc:  # noqa: BLE001 - a capture failure only costs the replay's speed
@@ -91,6 +107,13 @@ def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation):
     return None if graph is None else graph(network, lb, ub)
 
 
+def _release(graph: "_Graph | None") -> None:
+    if graph is not None:
+        graph.release()
+
+
 def clear() -> None:
     """Forget every captured graph (their memory is freed when no result refers to it)."""
+    for graph in _GRAPHS.values():
+        _release(graph)
     _GRAPHS.clear()

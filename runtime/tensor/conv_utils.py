@@ -46,7 +46,15 @@ def unfold_image(img: torch.Tensor, k_hw, stride, padding, out_hw) -> torch.Tens
 
 def fold_patches(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
     """Adjoint of :func:`unfold_image`: ``cols [N, C, kh, kw, Ho, Wo]`` is
-    scatter-added into ``[N, C, H, W]`` (contributions in the padding dropped)."""
+    scatter-added into ``[N, C, H, W]`` (contributions in the padding dropped).  On the CPU one
+    ``index_add_`` (2-4x faster than ``F.fold`` there on the conv nets' back-substitution shapes);
+    on CUDA ``F.fold`` (one kernel, no atomics)."""
+    if cols.device.type == "cpu":
+        return _fold_by_index(cols, in_hw, stride, padding)
+    return _fold_by_col2im(cols, in_hw, stride, padding)
+
+
+def _fold_by_col2im(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
     N, C, kh, kw, ho, wo = cols.shape
     (H, W), (sh, sw), (ph, pw) = in_hw, stride, padding
     hc, wc = (ho - 1) * sh + kh, (wo - 1) * sw + kw
@@ -55,6 +63,26 @@ def fold_patches(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
     if eh or ew:
         canvas = F.pad(canvas, (0, ew, 0, eh))
     return canvas[:, :, ph: ph + H, pw: pw + W]
+
+
+def _fold_by_index(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
+    """:func:`fold_patches` as one ``index_add_`` of the columns onto a zero canvas."""
+    N, C, kh, kw, ho, wo = cols.shape
+    (H, W), (sh, sw), (ph, pw) = in_hw, stride, padding
+    hc, wc = max((ho - 1) * sh + kh, ph + H), max((wo - 1) * sw + kw, pw + W)
+    idx = _canvas_index(kh, kw, ho, wo, sh, sw, wc, cols.device)
+    canvas = cols.new_zeros(N * C, hc * wc)
+    canvas.index_add_(1, idx, cols.reshape(N * C, kh * kw * ho * wo))
+    return canvas.view(N, C, hc, wc)[:, :, ph: ph + H, pw: pw + W]
+
+
+@functools.lru_cache(maxsize=64)
+def _canvas_index(kh, kw, ho, wo, sh, sw, wc, device) -> torch.Tensor:
+    """Flat canvas position of every column entry ``[ki, kj, oh, ow]``: ``(oh*sh + ki, ow*sw + kj)``."""
+    ar = lambda n: torch.arange(n, device=device)  # noqa: E731
+    rows = ar(ho).view(1, 1, -1, 1) * sh + ar(kh).view(-1, 1, 1, 1)
+    cols = ar(wo).view(1, 1, 1, -1) * sw + ar(kw).view(1, -1, 1, 1)
+    return (rows * wc + cols).reshape(-1)
 
 
 def patch_index_map(out_chw, in_chw, k_hw, stride, padding, device):

@@ -478,13 +478,19 @@ def _contract_last(x, p, n):
         return None if p is None else _dot_last(x, p)
     if p is None or n is None:
         return _dot_last(_pos(x), p) if n is None else _dot_last(_neg(x), n)
+    if _box_form_pays(x):  # centre/radius: one pass over x (or a block's core) fewer than the clamps
+        half_p, half_n = p * 0.5, n * 0.5
+        return _dot_last(x, half_p + half_n) + _dot_last(_abs(x), half_p - half_n)
     if isinstance(x, torch.Tensor):
-        if x.numel() >= BOX_FORM_MIN:  # centre/radius: one pass over x fewer than the clamps
-            half_p, half_n = p * 0.5, n * 0.5
-            return _dot_last(x, half_p + half_n) + _dot_last(x.abs(), half_p - half_n)
         if _product_numel(x, p) <= SMALL_PRODUCT:
             return (x * torch.where(x >= 0, p, n)).sum(-1)  # each coefficient meets its bound
     return _dot_last(_pos(x), p) + _dot_last(_neg(x), n)
+
+
+def _box_form_pays(x) -> bool:
+    """Whether ``x`` (a tensor, or a block by its core) is big enough for the centre/radius form."""
+    core = x if isinstance(x, torch.Tensor) else getattr(x, "core", None)
+    return isinstance(core, torch.Tensor) and core.numel() >= BOX_FORM_MIN
 
 
 def _split_over_segments(x: Segmented, pos, neg, same: bool):
@@ -738,49 +744,82 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         return plus["n"]
 
     lparts, uparts = lc.without_unit_dim(r - 2), uc.without_unit_dim(r - 2)
-    parts = {}
-    for s in sorted(set(lparts) | set(uparts)):
-        p, n = lparts.get(s), uparts.get(s)
-        if same or p is n:
-            term = None if p is None else _mm(xm, p)
-        elif isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
-            dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)  # x+ diag(p) + x- diag(n), column by column
-            if xm.numel() <= SMALL_PRODUCT:
-                term = xm * torch.where(xm >= 0, dp, dn)
-            else:  # x * n + x+ * (p - n), in place on the fresh temporaries
-                term = xm * dn
-                term.addcmul_(pos(), dp - dn)
-        else:
-            term = None if p is None else _mm(pos(), p)
-            if n is not None:
-                t2 = _mm(neg(), n)
-                term = t2 if term is None else _add(term, t2)
-        if term is not None:
-            parts[s] = term
+    keys = sorted(set(lparts) | set(uparts))
+
+    def constant():
+        scalar = not isinstance(lk, torch.Tensor) or not isinstance(uk, torch.Tensor)
+        if same or lk is uk:
+            return _sum_terms(_dot_number(xm, lk), None, xm)
+        if isinstance(xm, torch.Tensor) and "p" in plus and "n" not in plus and isinstance(uk, torch.Tensor):
+            # sum x+ lk + x- uk == sum x uk + x+ (lk - uk): the x+ the coefficients made, no clamp for x-
+            return _dot_last(xm, uk) + _dot_last(plus["p"], lk - uk)
+        if scalar:  # a constant that is one number (ReLU's lower polyhedron: 0)
+            return _sum_terms(_dot_number(pos, lk), _dot_number(neg, uk), xm)  # a 0 needs no clamp
+        if isinstance(xm, torch.Tensor) and _product_numel(xm, lk) <= SMALL_PRODUCT:
+            return (xm * torch.where(xm >= 0, lk, uk)).sum(-1)
+        if _box_form_pays(xm) and (isinstance(xm, torch.Tensor) or not plus):
+            return _contract_last(xm, lk, uk)  # centre/radius (a block's: unless its clamps are made)
+        return _dot_last(pos(), lk) + _dot_last(neg(), uk)
+
+    one_diagonal = _one_big_diagonal(xm, lparts, uparts, keys) if not same else None
+    if one_diagonal is not None:
+        # a ReLU-like layer (one diagonal part), big x: the constant first, then x+ becomes the
+        # coefficient term in place, x+ (p - n) + x n: one temporary the size of x, not three
+        dp, dn = one_diagonal
+        pos()
+        const = constant()
+        parts = {keys[0]: plus.pop("p").mul_(dp - dn).addcmul_(xm, dn)}
+    else:
+        parts = {}
+        for s in keys:
+            p, n = lparts.get(s), uparts.get(s)
+            if same or p is n:
+                term = None if p is None else _mm(xm, p)
+            elif isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
+                dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)  # x+ diag(p) + x- diag(n), column by column
+                if xm.numel() <= SMALL_PRODUCT:
+                    term = xm * torch.where(xm >= 0, dp, dn)
+                else:  # x * n + x+ * (p - n), in place on the fresh temporaries
+                    term = xm * dn
+                    term.addcmul_(pos(), dp - dn)
+            else:
+                term = None if p is None else _mm(pos(), p)
+                if n is not None:
+                    t2 = _mm(neg(), n)
+                    term = t2 if term is None else _add(term, t2)
+            if term is not None:
+                parts[s] = term
+        const = constant()
     lead = _bshape(tuple(c.shape[:r - 2]), tuple(lc.shape[:r - 2]))
     shape = lead + (c.shape[r - 2], lc.shape[-1])
     out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
     coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
-    scalar = not isinstance(lk, torch.Tensor) or not isinstance(uk, torch.Tensor)
-    if same or lk is uk:
-        const = _sum_terms(_dot_number(xm, lk), None, xm)
-    elif scalar:  # a constant that is one number (ReLU's lower polyhedron: 0)
-        const = _sum_terms(_dot_number(pos(), lk), _dot_number(neg(), uk), xm)
-    elif isinstance(xm, torch.Tensor) and _product_numel(xm, lk) <= SMALL_PRODUCT:
-        const = (xm * torch.where(xm >= 0, lk, uk)).sum(-1)
-    elif isinstance(xm, torch.Tensor) and xm.numel() >= BOX_FORM_MIN:
-        const = _contract_last(xm, lk, uk)  # centre/radius
-    else:
-        const = _dot_last(pos(), lk) + _dot_last(neg(), uk)
     return coeff, const
 
 
+def _one_big_diagonal(xm, lparts, uparts, keys):
+    """``(p, n)`` row-diagonal cores ``[..., 1, k]`` when the layer's polyhedra are one diagonal part
+    each (not one value), ``x`` is a big tensor and ``x+ (p - n) + x n`` can be made in place in a
+    tensor of ``x``'s shape and dtype; else None."""
+    if len(keys) != 1 or not isinstance(xm, torch.Tensor) or xm.numel() <= SMALL_PRODUCT:
+        return None
+    p, n = lparts.get(keys[0]), uparts.get(keys[0])
+    if p is n or not (_is_row_diag(p) and _is_row_diag(n)):
+        return None
+    dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)
+    if dp.dtype != xm.dtype or dn.dtype != xm.dtype or _bshape(tuple(xm.shape), tuple(dp.shape), tuple(dn.shape)) != tuple(xm.shape):
+        return None
+    return dp, dn
+
+
 def _dot_number(x, v):
-    """``sum_k x[..., k] v[..., k]`` for a tensor ``v`` or a number (0 gives None: nothing)."""
+    """``sum_k x[..., k] v[..., k]`` for a tensor ``v`` or a number (0 gives None: nothing); ``x`` may
+    be a function that makes it (not called for a 0)."""
+    if not isinstance(v, torch.Tensor) and v == 0:
+        return None
+    x = x() if callable(x) else x
     if isinstance(v, torch.Tensor):
         return _dot_last(x, v)
-    if v == 0:
-        return None
     return part_dense(x).sum(-1) * v
 
 

@@ -128,6 +128,54 @@ def test_patches_and_conv_products(s, p, ci, co, k, s2, p2, composition, monkeyp
     assert_matches(T.inner(st(DenseBlock(X)), st(P)), X @ MP)
     Y = torch.randn(MP.shape[1], 4, generator=g, dtype=dtype)
     assert_matches(T.inner(st(P), st(DenseBlock(Y))), MP @ Y)
+    y = Y[:, :1]  # one column (a box's bound): multiplied and summed in the core's layout
+    assert_matches(T.inner(st(P), st(DenseBlock(y))), MP @ y)
+
+
+@pytest.mark.parametrize("lead_y,lead_p", [((), (2,)), ((2,), ()), ((2,), (2,)), ((2,), (1,))])
+def test_patches_at_one_column_with_lead_dims(lead_y, lead_p):
+    """patches @ y for one column y, every broadcast of the lead dims (the concretisation against a
+    box of a batch of per-sample coefficients, or of shared weights against a batch of boxes)."""
+    g = torch.Generator().manual_seed(5)
+    core = torch.randn(*lead_p, 3, 4, 4, 2, 3, 3, generator=g, dtype=torch.float64)
+    P = PatchesBlock(core, (8, 7), 2, 1)
+    y = torch.randn(*lead_y, 112, 1, generator=g, dtype=torch.float64)
+    st = lambda b: SparseTensor(b.shape, 0.0, [((0,) * len(b.shape), b)])  # noqa: E731
+    flat = core.reshape((-1,) + tuple(core.shape[-6:]))
+    MP = torch.stack([naive_patches(c, (8, 7), 2, 1) for c in flat]).reshape(tuple(lead_p) + (48, 112))
+    assert_matches(T.inner(st(P), st(DenseBlock(y))), MP @ y)
+
+
+@pytest.mark.parametrize("s,p,ci,co,k", GEOMS)
+def test_fold_by_index_equals_col2im(s, p, ci, co, k):
+    """The CPU's fold (one index_add_) and ``F.fold`` (CUDA's) scatter-add the same columns, and
+    both are the adjoint of unfold."""
+    from cfruntime.tensor import conv_utils
+
+    g = torch.Generator().manual_seed(11 + s + p + k)
+    ho, wo = conv_out_hw((7, 6), (k, k), (s, s), (p, p))
+    cols = torch.randn(3, ci, k, k, ho, wo, generator=g, dtype=torch.float64)
+    by_index = conv_utils.fold_patches(cols, (7, 6), (s, s), (p, p))
+    by_col2im = conv_utils._fold_by_col2im(cols, (7, 6), (s, s), (p, p))
+    torch.testing.assert_close(by_index, by_col2im, rtol=1e-12, atol=1e-12)
+    img = torch.randn(3, ci, 7, 6, generator=g, dtype=torch.float64)  # <unfold(img), cols> == <img, fold(cols)>
+    u = conv_utils.unfold_image(img, (k, k), (s, s), (p, p), (ho, wo))
+    torch.testing.assert_close((u * cols).sum(), (img * by_index).sum(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [None, 1])
+@pytest.mark.parametrize("s,p,ci,co,k", [g for g in GEOMS if g[2] <= 3][::2])
+def test_dense_at_conv_onto_few_channels_in_row_chunks(s, p, ci, co, k, chunk, monkeypatch):
+    """X @ conv onto an image of at most 3 channels (the CPU's W^T x then fold), whole or a few rows
+    at a time, equals the unrolled product."""
+    if chunk is not None:
+        monkeypatch.setattr(matmul_module, "_COLS_CHUNK", chunk)
+        monkeypatch.setattr(matmul_module, "_COLS_CHUNKS_MAX", 1 << 30)
+    g, w, blk, M = _setup(s, p, ci, co, k, torch.float64)
+    X = torch.randn(2, 7, M.shape[0], generator=g, dtype=torch.float64)
+    r = T.inner(SparseTensor(X.shape, 0.0, [((0, 0, 0), DenseBlock(X))]),
+                SparseTensor((2,) + tuple(M.shape), 0.0, [((0, 0, 0), ConvBlock(w, (5, 4), s, p, lead=(2,)))]))
+    assert_matches(r, X @ M)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
