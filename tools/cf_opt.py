@@ -132,6 +132,10 @@ class CfOptMain(xDSLOptMain):
                 raise _UsageError(f"the pass '{name}' is not available in this build of cf-opt")
         if extra:
             self.args.passes = ",".join([p for p in [self.args.passes] if p] + extra)
+        for spec in (self.args.passes or "").split(","):
+            name = spec.split("{")[0].strip()
+            if name and name not in self.available_passes:
+                raise _UsageError(f"unknown pass '{name}' (cf-opt --help lists the passes)")
         super().setup_pipeline()
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:

@@ -30,7 +30,7 @@ The preprocessing convention (``std``: pixels/255; ``nln_raw255``: raw 0..255 fo
 nets) and the HWC-flatten quirk of the CIFAR fully-connected nets are taken from
 ``../shared/nets/MANIFEST.json`` when the network is listed there, else ``std``.
 
-Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, negative eps, missing file) is
+Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file) is
 one line ``error: ...`` on stderr and exit status 1; never a traceback.
 """
 
@@ -101,8 +101,8 @@ def _parse_eps(text) -> float:
         eps = float(text)
     except (TypeError, ValueError):
         raise UsageError(f"--eps must be a number, got '{text}'") from None
-    if not math.isfinite(eps) or eps < 0:
-        raise UsageError(f"--eps must be a finite number >= 0, got {text}")
+    if not math.isfinite(eps) or not 0 <= eps <= 1:
+        raise UsageError(f"--eps must be in [0, 1] (pixel units), got {text}")
     return eps
 
 

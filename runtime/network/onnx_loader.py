@@ -276,6 +276,9 @@ class _Loader:
         inits = {}
         for t in g.initializer:
             arr = numpy_helper.to_array(t)
+            if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+                bad = "NaN" if np.isnan(arr).any() else "infinite"
+                raise self.err(f"initializer '{t.name}' has {bad} values: no sound bounds through it")
             inits[t.name] = _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
         data_inputs = [i for i in g.input if i.name not in inits]
         if len(data_inputs) != 1:

@@ -70,6 +70,16 @@ class EranImages:
         return images_01(self.pixels, self.dataset)
 
 
+def _text_lines(fh, path: Path):
+    """The lines of a file opened in binary, decoded; a line that is not UTF-8 text is a
+    :class:`DataError` at that line."""
+    for lineno, raw in enumerate(fh, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DataError("not a UTF-8 text file (binary data?)", file=path, line=lineno) from None
+
+
 def load_eran_csv(path: str | Path, dataset: str | None = None, *, start: int = 0, stop: int | None = None) -> EranImages:
     """Read rows ``start..stop-1`` (0-based, ``stop=None``: all) of an ERAN CSV file.
 
@@ -84,12 +94,12 @@ def load_eran_csv(path: str | Path, dataset: str | None = None, *, start: int = 
     ds = None if dataset is None else normalize_dataset_name(dataset)
     labels, rows, lines = [], [], []
     try:
-        fh = open(path, "r", encoding="utf-8")
+        fh = open(path, "rb")
     except OSError as e:
         raise DataError(f"cannot read ({e.strerror})", file=path) from None
     with fh:
         row_i = -1
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, line in enumerate(_text_lines(fh, path), start=1):
             text = line.strip()
             if not text:
                 continue

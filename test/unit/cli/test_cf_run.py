@@ -79,9 +79,10 @@ def test_bad_vnnlib(tmp_path, tiny_net):
     assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--vnnlib", bad))
 
 
-def test_negative_eps(tiny_net, csv):
-    msg = assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", csv, "--eps", "-0.1"))
-    assert "eps" in msg
+@pytest.mark.parametrize("eps", ["-0.1", "1.5", "nan"])
+def test_eps_outside_unit_interval(tiny_net, csv, eps):
+    msg = assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", csv, "--eps", eps))
+    assert "--eps must be in [0, 1]" in msg
 
 
 def test_unknown_certifier_missing_file_and_compiled_engine(tiny_net, csv):

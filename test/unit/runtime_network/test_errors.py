@@ -102,6 +102,26 @@ def test_malformed_and_missing_models(tmp_path):
         network_from_model(m, source="two_inputs.onnx")
 
 
+@pytest.mark.parametrize("value,what", [(np.nan, "NaN"), (np.inf, "infinite")])
+def test_non_finite_weights(value, what):
+    """A net whose weights are NaN or infinite gets no bounds (a NaN bound compares false: 'certified'
+    would rest on nothing): the initializer is named."""
+    ws, bs = random_mlp_weights([3, 4, 2])
+    ws[1][0, 1] = value
+    with pytest.raises(NetworkError) as ei:
+        network_from_model(mlp_model(ws, bs), source="nan.onnx")
+    s = one_line(ei.value)
+    assert s.startswith("error: nan.onnx: initializer ") and what in s
+
+
+def test_binary_csv(tmp_path):
+    p = tmp_path / "binary.csv"
+    p.write_bytes((good_row() + "\n").encode() + b"\x89PNG\r\n\x1a\n\xff\xfe\x00" * 4 + b"\n")
+    with pytest.raises(DataError) as ei:
+        load_eran_csv(p, "mnist")
+    assert one_line(ei.value).startswith(f"error: {p}:2: not a UTF-8 text file")
+
+
 def write_csv(tmp_path, rows, name="d.csv"):
     p = tmp_path / name
     p.write_text("\n".join(rows) + "\n")
