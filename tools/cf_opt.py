@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cfmlir.diagnostics import CfError
+from cfmlir.tools.arg_errors import one_line_errors
 
 def _compiler_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     from cfmlir.passes.pipeline import PASSES as COMPILER_PASSES
@@ -114,6 +115,7 @@ class CfOptMain(xDSLOptMain):
         self.available_frontends["cf"] = parse_cf
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        one_line_errors(arg_parser, "cf-opt")
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--certifier", metavar="NAME", default=None,

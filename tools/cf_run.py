@@ -46,6 +46,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cfmlir.tools.arg_errors import one_line_errors
+
 ENGINES = ("interpreter", "compiled")
 DEFAULT_CERTIFIER = "deeppoly"
 DEFAULT_EPS = 0.005
@@ -56,11 +58,11 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = one_line_errors(argparse.ArgumentParser(
         prog="cf-run",
         description="Certify a network with a ConstraintFlow certifier (local robustness or a VNN-LIB property). "
                     "With no arguments: deeppoly on the shipped MNIST 3x50 net and 10 images at eps 0.005.",
-    )
+    ))
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER})")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")

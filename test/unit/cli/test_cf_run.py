@@ -156,3 +156,15 @@ def test_compiled_engine_matches_interpreter(tmp_path, tiny_net, csv, flags):
     assert set(a) == set(b) and a["certified"] == b["certified"] and a["labels"] == b["labels"]
     for ra, rb in zip(a["margin_lb"] + a["margin_ub"], b["margin_lb"] + b["margin_ub"]):
         assert rb == pytest.approx(ra, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("cf_run", ["--bogus"]), ("cf_run", ["--eps"]), ("cf_run", ["--engine", "fast"]), ("cf_opt", ["--bogus"]),
+])
+def test_bad_command_line_is_one_line_and_status_1(tool, args):
+    """argparse's usage block and status 2 become the tools' one error line and status 1."""
+    cmd = [sys.executable, "-c", f"import sys; from cfmlir.tools.{tool} import main; sys.exit(main())", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert p.returncode == 1
+    msg = assert_one_line_error(p)
+    assert msg.startswith(f"error: {tool.replace('_', '-')}: ") and "--help lists the options" in msg
