@@ -24,14 +24,16 @@ def compiler_fingerprint() -> str:
     key, so an edited compiler never reuses modules emitted by an older one."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        import cfmlir
-        import cfmlir.dialects
-        import cfmlir.passes
+        import cfmlir.dialects.cf
+        import cfmlir.passes.pipeline
 
         h = hashlib.sha256(COMPILER_VERSION.encode())
-        for pkg in (cfmlir, cfmlir.dialects, cfmlir.passes):
-            root = Path(pkg.__file__).parent
-            files = sorted(root.rglob("*.py")) if pkg is not cfmlir else sorted(
+        # the folders of modules, not of packages: run beside a clone named ``cfmlir``, ``import
+        # cfmlir`` finds that folder as a namespace package, which has no ``__file__``
+        here = Path(__file__).resolve().parent
+        for root in (here, Path(cfmlir.dialects.cf.__file__).resolve().parent,
+                     Path(cfmlir.passes.pipeline.__file__).resolve().parent):
+            files = sorted(root.rglob("*.py")) if root != here else sorted(
                 p for p in root.rglob("*.py") if "certifiers" not in p.parts)
             for f in files:
                 h.update(str(f.relative_to(root)).encode())

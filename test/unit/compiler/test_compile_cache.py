@@ -28,3 +28,21 @@ def test_fingerprint_is_stable_and_follows_the_compiler(monkeypatch):
     monkeypatch.setattr(compiler, "_FINGERPRINT", None)
     monkeypatch.setattr(compiler, "COMPILER_VERSION", "9.9.9")
     assert compiler.compiler_fingerprint() != fp
+
+
+def test_fingerprint_beside_a_folder_named_cfmlir(tmp_path):
+    """Run from the parent of a clone named ``cfmlir`` (a notebook beside the clone), ``import cfmlir``
+    finds that folder as a namespace package without ``__file__``: the fingerprint (and so compiling)
+    must not depend on it."""
+    import subprocess
+    import sys
+
+    from cfmlir.compiler import compiler_fingerprint
+
+    (tmp_path / "cfmlir").mkdir()
+    code = "import cfmlir; from cfmlir.compiler import compiler_fingerprint as f; print(cfmlir.__file__, f())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert p.returncode == 0, p.stderr
+    namespace_file, fingerprint = p.stdout.split()
+    assert namespace_file == "None"  # the situation is reproduced
+    assert fingerprint == compiler_fingerprint()
