@@ -57,12 +57,26 @@ class UsageError(Exception):
     """A bad combination of options (one-line message)."""
 
 
+def _version() -> str:
+    """``cf-run (cfmlir X) with torch Y, onnx Z, xdsl W`` from the installed distributions."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return f"cf-run (cfmlir {v('cfmlir')}) with torch {v('torch')}, onnx {v('onnx')}, xdsl {v('xdsl')}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = one_line_errors(argparse.ArgumentParser(
         prog="cf-run",
         description="Certify a network with a ConstraintFlow certifier (local robustness or a VNN-LIB property). "
                     "With no arguments: deeppoly on the shipped MNIST 3x50 net and 10 images at eps 0.005.",
     ))
+    p.add_argument("--version", action="version", version=_version())
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER})")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")

@@ -168,3 +168,8 @@ def test_bad_command_line_is_one_line_and_status_1(tool, args):
     assert p.returncode == 1
     msg = assert_one_line_error(p)
     assert msg.startswith(f"error: {tool.replace('_', '-')}: ") and "--help lists the options" in msg
+
+
+def test_version():
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.startswith("cf-run (cfmlir ") and "torch " in p.stdout and "xdsl " in p.stdout
