@@ -123,7 +123,7 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
             cols = torch.matmul(wt, xc.reshape(-1, co, ho * wo)).reshape(-1, ci, kh, kw, ho, wo)
             return fold_patches(cols, (hi, wi), (sh, sw), (ph, pw))
 
-        y = rows(x) if step >= x.shape[0] else torch.cat([rows(xc) for xc in x.split(step)])
+        y = _in_chunks(rows, x, step, 0, 0)
     else:
         oph = hi - ((ho - 1) * sh - 2 * ph + kh)
         opw = wi - ((wo - 1) * sw - 2 * pw + kw)
@@ -131,6 +131,14 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
             x = x.contiguous(memory_format=torch.channels_last)
         y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
     return make_bcast_block(y.reshape(tuple(ca.shape[:-1]) + (out_shape[-1],)), out_shape)
+
+
+def _in_chunks(fn, x: torch.Tensor, step: int, dim: int, out_dim: int) -> torch.Tensor:
+    """``fn(x)``, or ``fn`` on pieces of ``step`` entries of ``x`` along ``dim`` concatenated along
+    ``out_dim`` (bounded working memory for products that unfold their operand)."""
+    if step >= x.shape[dim]:
+        return fn(x)
+    return torch.cat([fn(xc) for xc in x.split(step, dim=dim)], dim=out_dim)
 
 
 _COLS_CHUNK = 1 << 20  # entries of the unfolded columns that a CPU X @ conv makes at once
@@ -166,7 +174,7 @@ def _dense_patches(A: RepeatBlock, P: PatchesBlock, out_shape) -> Block:
         img = fold_patches(t.reshape(-1, ci, kh, kw, ho, wo), P.in_hw, P.stride, P.padding)
         return img.reshape(lead_r + (xc.shape[-3], out_shape[-1]))
 
-    img = rows(x) if step >= m else torch.cat([rows(xc) for xc in x.split(step, dim=-3)], dim=-2)
+    img = _in_chunks(rows, x, step, -3, -2)
     return make_bcast_block(img, out_shape)
 
 
