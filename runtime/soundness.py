@@ -9,7 +9,8 @@ box and reports every value outside its claimed bounds:
    minimising each margin / neuron to attack its lower bound and maximising
    it to attack its upper bound.  For margins every row is attacked; for
    hidden layers the ``pgd_neurons`` neurons per side and sample whose
-   sampled extreme came closest to the bound.
+   sampled extreme came closest to the bound without reaching it (bounds
+   that a sample reached, such as a dead ReLU's 0, come last).
 
 A violation means the bounds are unsound (or the network the bounds were
 computed for differs from ``network``).  :func:`vnnlib_counterexample`
@@ -74,10 +75,30 @@ def _box(network: Network, input_lb, input_ub) -> tuple[torch.Tensor, torch.Tens
     return lb, ub
 
 
+_SOURCES = ("sample", "vertex", "pgd")
+
+
 class _Tracker:
-    def __init__(self, tol):
+    """The worst value found so far per (layer, neuron, sample, side), kept as tensors: a wrong
+    certifier can violate every neuron of every sample, millions of them on a big network."""
+
+    def __init__(self, tol, keep_points: bool = True):
         self.tol = tol
-        self.found: dict[tuple, Violation] = {}
+        self.keep_points = keep_points
+        self.state: dict[tuple, dict] = {}  # (layer, side) -> {"excess", "value", "source", "chunk", "row", "bound"}
+        self.points: list[torch.Tensor] = []  # point tensors referenced by the "chunk" entries
+
+    def _slot(self, layer, side, bound: torch.Tensor) -> dict:
+        st = self.state.get((layer, side))
+        if st is None:
+            shape = bound.shape
+            st = {"excess": torch.zeros(shape, dtype=torch.float64), "value": torch.zeros(shape, dtype=torch.float64),
+                  "source": torch.zeros(shape, dtype=torch.int8), "bound": bound}
+            if self.keep_points:
+                st["chunk"] = torch.full(shape, -1, dtype=torch.int64)
+                st["row"] = torch.zeros(shape, dtype=torch.int64)
+            self.state[(layer, side)] = st
+        return st
 
     def check(self, layer, vals, sample_ids, lb, ub, points, source):
         """vals [R, n]; lb/ub [B, n]; rows belong to samples sample_ids [R]."""
@@ -85,23 +106,71 @@ class _Tracker:
         hi = ub[sample_ids]
         tl = self.tol * lo.abs().clamp(min=1.0)
         th = self.tol * hi.abs().clamp(min=1.0)
-        for side, excess, bound in (("lower", lo - tl - vals, lo), ("upper", vals - hi - th, hi)):
-            if not bool((excess > 0).any()):
+        code = _SOURCES.index(source)
+        for side, excess, bound in (("lower", lo - tl - vals, lb), ("upper", vals - hi - th, ub)):
+            bad_rows = (excess > 0).any(dim=1)
+            if not bool(bad_rows.any()):
                 continue
-            for s in torch.unique(sample_ids[(excess > 0).any(dim=1)]).tolist():
+            st = self._slot(layer, side, bound)
+            chunk_id = None
+            for s in torch.unique(sample_ids[bad_rows]).tolist():
                 rows = torch.nonzero(sample_ids == s).reshape(-1)
                 worst, arg = excess[rows].max(dim=0)
-                for c in torch.nonzero(worst > 0).reshape(-1).tolist():
-                    r = int(rows[arg[c]])
-                    v = Violation(layer, c, s, float(vals[r, c]), float(bound[r, c]), side, source,
-                                  None if points is None else points[r].detach().clone())
-                    key = (layer, c, s, side)
-                    old = self.found.get(key)
-                    if old is None or v.excess > old.excess:
-                        self.found[key] = v
+                better = worst > st["excess"][s]
+                if not bool(better.any()):
+                    continue
+                cols = torch.nonzero(better).reshape(-1)
+                r = rows[arg[cols]]
+                st["excess"][s, cols] = worst[cols]
+                st["value"][s, cols] = vals[r, cols].detach().to(torch.float64)
+                st["source"][s, cols] = code
+                if self.keep_points and points is not None:
+                    if chunk_id is None:
+                        self.points.append(points.detach())
+                        chunk_id = len(self.points) - 1
+                    st["chunk"][s, cols] = chunk_id
+                    st["row"][s, cols] = r
 
-    def result(self) -> list[Violation]:
-        return sorted(self.found.values(), key=lambda v: -v.excess)
+    def result(self, max_per_layer: int | None = None, counts: dict | None = None) -> list[Violation]:
+        """The violations, worst first; with ``max_per_layer`` only the worst ones of each layer
+        (``counts`` gets every layer's total either way)."""
+        per_layer: dict = {}
+        for (layer, side), st in self.state.items():
+            idx = torch.nonzero(st["excess"] > 0)
+            if idx.numel() == 0:
+                continue
+            s_i, c_i = idx[:, 0], idx[:, 1]
+            value = st["value"][s_i, c_i]
+            bound = st["bound"][s_i, c_i].to(torch.float64)
+            exc = (bound - value) if side == "lower" else (value - bound)
+            per_layer.setdefault(layer, []).append((side, st, s_i, c_i, value, bound, exc))
+        out = []
+        for layer, parts in per_layer.items():
+            total = sum(int(p[2].numel()) for p in parts)
+            if counts is not None:
+                counts[layer] = total
+            cut = None
+            if max_per_layer is not None and total > max_per_layer:
+                cut = torch.topk(torch.cat([p[6] for p in parts]), max_per_layer).values[-1]
+            for side, st, s_i, c_i, value, bound, exc in parts:
+                keep = torch.nonzero(exc >= cut).reshape(-1) if cut is not None else torch.arange(exc.numel())
+                for j in keep.tolist():
+                    s, c = int(s_i[j]), int(c_i[j])
+                    point = None
+                    if self.keep_points and int(st["chunk"][s, c]) >= 0:
+                        point = self.points[int(st["chunk"][s, c])][int(st["row"][s, c])].clone()
+                    out.append(Violation(layer, c, s, float(value[j]), float(bound[j]), side,
+                                         _SOURCES[int(st["source"][s, c])], point))
+        out.sort(key=lambda v: -v.excess)
+        if max_per_layer is not None:  # ties at the cut may have let a few more through
+            seen: dict = {}
+            kept = []
+            for v in out:
+                seen[v.layer] = seen.get(v.layer, 0) + 1
+                if seen[v.layer] <= max_per_layer:
+                    kept.append(v)
+            out = kept
+        return out
 
 
 def _points(lb: torch.Tensor, ub: torch.Tensor, n_samples: int, n_vertices: int, gen: torch.Generator):
@@ -138,9 +207,20 @@ def _margins(C: torch.Tensor, y: torch.Tensor, sample_ids: torch.Tensor) -> torc
     return torch.einsum("rkp,rp->rk", Cs.to(y.dtype), y)
 
 
-def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch.Generator, start=None):
-    """Minimise ``objective(vals, y) -> [R]`` over rows of the boxes ``lb[sample_ids]..ub[sample_ids]``.
-    Returns (best_x [R, n], best_obj [R])."""
+def _forward_upto(network: Network, x: torch.Tensor, sample_ids, upto: int | None) -> list[torch.Tensor]:
+    """``network.forward_all`` of flat inputs ``x`` [R, n], stopped after layer ``upto`` (None: all)."""
+    if upto is None or upto >= len(network) - 1:
+        return network.forward_all(x, sample_ids=sample_ids)
+    vals = [x]
+    for layer in network.layers[1:upto + 1]:
+        vals.append(layer.evaluate([vals[p] for p in layer.preds], sample_ids))
+    return vals
+
+
+def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch.Generator, start=None,
+         upto: int | None = None):
+    """Minimise ``objective(vals, y) -> [R]`` over rows of the boxes ``lb[sample_ids]..ub[sample_ids]``
+    (``vals``: the layers up to ``upto``, default all).  Returns (best_x [R, n], best_obj [R])."""
     lo, hi = lb[sample_ids], ub[sample_ids]
     if start is None:
         x = lo + torch.rand(lo.shape, generator=gen, dtype=torch.float64) * (hi - lo)
@@ -151,7 +231,7 @@ def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch
     width = hi - lo
     for t in range(steps + 1):
         x = x.detach().requires_grad_(True)
-        vals = network.forward_all(x, sample_ids=sample_ids)
+        vals = _forward_upto(network, x, sample_ids, upto)
         obj = objective(vals)
         with torch.no_grad():
             better = obj < best
@@ -168,7 +248,8 @@ def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch
 
 def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None = None, *, margin_bounds=None, C=None,
                  n_samples: int = 256, n_vertices: int = 64, pgd_steps: int = 20, pgd_neurons: int = 16, pgd_restarts: int = 1,
-                 tol: float = 1e-6, seed: int = 0, chunk: int = 1024) -> list[Violation]:
+                 tol: float = 1e-6, seed: int = 0, chunk: int = 1024, keep_points: bool = True,
+                 max_per_layer: int | None = None, stats: dict | None = None) -> list[Violation]:
     """Report concrete values outside their claimed bounds.
 
     ``input_lb/input_ub``: ``[B, *input_shape]`` (or one box).  ``layer_bounds``:
@@ -177,7 +258,17 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
     ``[B, K]`` of the margins ``C[b] @ y`` with ``C`` ``[B, K, out]`` or ``[K, out]``
     (``y`` = the output layer of ``network``).  A value is a violation if it is
     below ``lb - tol*max(1,|lb|)`` or above ``ub + tol*max(1,|ub|)``.
-    Returns the violations sorted by how far they exceed the bound (worst first).
+    Returns the violations sorted by how far they exceed the bound (worst first), at most one per
+    (layer, neuron, sample, side): the worst value found.
+
+    ``keep_points=False`` keeps no input point per violation (``Violation.point`` is None; a wrong
+    certifier on a big network has millions of violations).  ``max_per_layer``: return only the
+    worst violations of each layer.  ``stats`` (a dict) is filled with what was done and found:
+    ``points`` (concrete inputs evaluated by sampling: ``points_per_sample`` per sample, of which
+    ``samples`` uniform samples and the centre, ``vertices`` box vertices), ``pgd_targets`` (attacked
+    neuron/side/sample triples, ``pgd_steps`` steps each), ``forward_rows`` (network evaluations in
+    all), ``layers`` (checked layers), ``neurons`` (checked bounds), ``violations`` and
+    ``violations_per_layer`` (every violation, also those that ``max_per_layer`` leaves out).
     """
     lb, ub = _box(network, input_lb, input_ub)
     B = lb.shape[0]
@@ -194,7 +285,11 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
         C = torch.as_tensor(C, dtype=torch.float64)
         k = C.shape[-2]
         checks[MARGIN] = (_batched(margin_bounds[0], B, k, "margin lower bounds"), _batched(margin_bounds[1], B, k, "margin upper bounds"))
-    tracker = _Tracker(tol)
+    tracker = _Tracker(tol, keep_points)
+    if stats is not None:
+        stats.update(layers=len(checks), neurons=sum(int(c[0].numel()) for c in checks.values()), points=0,
+                     points_per_sample=0, samples=0, vertices=0, pgd_targets=0, pgd_steps=pgd_steps, forward_rows=0,
+                     violations=0, violations_per_layer={})
     if not checks:
         return []
 
@@ -207,6 +302,9 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
     pts, src = _points(lb, ub, n_samples, n_vertices, gen)  # [B, P, n]
     P = pts.shape[1]
     src_arr = np.array(src)
+    if stats is not None:
+        n_vert = sum(1 for k in src if k == "vertex")
+        stats.update(points=B * P, points_per_sample=P, samples=P - n_vert, vertices=n_vert, forward_rows=B * P)
     flat = pts.reshape(B * P, -1)
     sids = torch.arange(B).repeat_interleave(P)
     closest = {key: (torch.full(checks[key][0].shape, math.inf, dtype=torch.float64),
@@ -228,36 +326,50 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
                     closest[key][0][b_i] = torch.minimum(closest[key][0][b_i], (v[rows] - lo[b_i]).min(dim=0).values)
                     closest[key][1][b_i] = torch.minimum(closest[key][1][b_i], (hi[b_i] - v[rows]).min(dim=0).values)
 
-    # 3: PGD on margins (all rows) and on the neurons closest to their bounds
+    # 3: PGD on margins (all rows) and on the neurons closest to their bounds; one attack per layer
+    # for both sides, through the layers up to the attacked one only
     if pgd_steps > 0:
         for key, (lo, hi) in checks.items():
             size = lo.shape[1]
+            n_pick = size if key == MARGIN else min(pgd_neurons, size)
+            upto = None if key == MARGIN else key
+            t_sample, t_neuron, t_sign = [], [], []
             for side_i, (sign, bound) in enumerate(((1.0, lo), (-1.0, hi))):
                 slack = closest[key][side_i].clone()
+                # a bound a sample already reached (a dead ReLU's 0) or passed (reported) goes last: it
+                # would crowd out the neurons whose bound was not reached
+                slack[slack <= 0] = torch.finfo(torch.float64).max
                 slack[~torch.isfinite(bound)] = math.inf
-                if key == MARGIN:
-                    n_pick = size
-                else:
-                    n_pick = min(pgd_neurons, size)
                 pick = torch.topk(-slack, n_pick, dim=1).indices  # [B, n_pick] smallest slack
-                targets = [(b_i, int(j)) for b_i in range(B) for j in pick[b_i].tolist() if math.isfinite(float(bound[b_i, j]))]
-                if not targets:
-                    continue
-                t_sample = torch.tensor([t[0] for t in targets])
-                t_neuron = torch.tensor([t[1] for t in targets])
-                for r in range(pgd_restarts):
-                    for s in range(0, len(targets), chunk):
-                        ss, nn = t_sample[s:s + chunk], t_neuron[s:s + chunk]
+                ok = torch.isfinite(torch.gather(bound, 1, pick))
+                rows = torch.arange(B)[:, None].expand(B, n_pick)
+                t_sample.append(rows[ok])
+                t_neuron.append(pick[ok])
+                t_sign.append(torch.full((int(ok.sum()),), sign, dtype=torch.float64))
+            t_sample, t_neuron, t_sign = torch.cat(t_sample), torch.cat(t_neuron), torch.cat(t_sign)
+            if t_sample.numel() == 0:
+                continue
+            for r in range(pgd_restarts):
+                for s in range(0, t_sample.numel(), chunk):
+                    ss, nn, sg = t_sample[s:s + chunk], t_neuron[s:s + chunk], t_sign[s:s + chunk]
 
-                        def objective(vals, ss=ss, nn=nn, key=key, sign=sign):
-                            v = layer_vals(vals, key, ss)
-                            return sign * v[torch.arange(v.shape[0]), nn]
+                    def objective(vals, ss=ss, nn=nn, sg=sg, key=key):
+                        v = layer_vals(vals, key, ss)
+                        return sg * v[torch.arange(v.shape[0]), nn]
 
-                        bx, _ = _pgd(network, lb, ub, ss, objective, pgd_steps, gen)
-                        with torch.no_grad():
-                            v = layer_vals(network.forward_all(bx, sample_ids=ss), key, ss)
-                        tracker.check(key, v, ss, lo, hi, bx, "pgd")
-    return tracker.result()
+                    bx, _ = _pgd(network, lb, ub, ss, objective, pgd_steps, gen, upto=upto)
+                    with torch.no_grad():
+                        v = layer_vals(_forward_upto(network, bx, ss, upto), key, ss)
+                    tracker.check(key, v, ss, lo, hi, bx, "pgd")
+                    if stats is not None:
+                        stats["pgd_targets"] += int(ss.shape[0])
+                        stats["forward_rows"] += int(ss.shape[0]) * (pgd_steps + 2)
+    counts: dict = {}
+    out = tracker.result(max_per_layer, counts)
+    if stats is not None:
+        stats["violations"] = sum(counts.values())
+        stats["violations_per_layer"] = counts
+    return out
 
 
 def interval_bounds(network: Network, input_lb, input_ub) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:

@@ -30,6 +30,21 @@ The preprocessing convention (``std``: pixels/255; ``nln_raw255``: raw 0..255 fo
 nets) and the HWC-flatten quirk of the CIFAR fully-connected nets are taken from
 ``../shared/nets/MANIFEST.json`` when the network is listed there, else ``std``.
 
+Soundness check (``--check``, on by default for a certifier given as a ``.cf`` file, off for a shipped one
+given by name; ``--no-check`` turns it off): after the analysis, :func:`cfruntime.soundness.check_bounds`
+evaluates the network on concrete points of every analysed box (uniform samples, the centre, box
+vertices, and a PGD attack on the margins and on the neurons closest to their bounds) and compares
+every value with the Float lower/upper bounds the certifier computed for that layer (every layer after
+the input, the margins included).  A value outside ``[lower - tol*max(1,|lower|), upper +
+tol*max(1,|upper|)]`` (``--check-tol``, default 1e-6) is a violation: each violating layer is reported
+on stderr (the worst violations and a count), nothing is certified (a VNN-LIB ``unsat`` becomes
+``unknown``, or ``sat`` when the concrete counterexample search that then runs finds one) and the exit
+status is 3.  The JSON then has ``"unsound"`` (true/false), ``"check"`` (what was evaluated, the
+tolerance, the seconds, the violations per layer), ``"violations"`` (the worst ones of each layer) and
+``times.check_s``; without the check these keys are absent.  A path (even to a shipped file, or a
+byte-identical copy of one) counts as a user's certifier.  The check is empirical: finding no
+violation does not prove a certifier sound.
+
 Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file) is
 one line ``error: ...`` on stderr and exit status 1; never a traceback.
 """
@@ -51,6 +66,16 @@ from cfmlir.tools.arg_errors import one_line_errors
 ENGINES = ("interpreter", "compiled")
 DEFAULT_CERTIFIER = "deeppoly"
 DEFAULT_EPS = 0.005
+#: exit status of a run whose bounds the soundness check refuted
+EXIT_UNSOUND = 3
+#: ``check_bounds`` parameters of ``--check``: per box 256 uniform samples, the centre and the two extreme
+#: corners, 64 vertices (all of them when there are fewer); 20 PGD steps on every margin and, per hidden layer,
+#: side and box, on the 4 neurons whose sampled values came closest to their bounds (``check_bounds``' default
+#: is 16: 2-4 times the cost, PGD being most of it, and it caught no mutant that 4 missed)
+CHECK_PARAMS = {"n_samples": 256, "n_vertices": 64, "pgd_steps": 20, "pgd_neurons": 4, "pgd_restarts": 1}
+DEFAULT_CHECK_TOL = 1e-6
+#: violations per layer printed / kept in the JSON
+CHECK_SHOWN, CHECK_KEPT = 3, 20
 
 
 class UsageError(Exception):
@@ -92,6 +117,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="compiled engine: torch device (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="compiled engine: floating-point type (default float64)")
+    p.add_argument("--check", dest="check", action="store_true", default=None,
+                   help="check the computed bounds of every layer empirically (samples, box vertices, PGD); a value "
+                        "outside its bounds certifies nothing and exits with status 3 (default: on for a .cf file, "
+                        "off for a shipped certifier given by name)")
+    p.add_argument("--no-check", dest="check", action="store_false", help="no soundness check")
+    p.add_argument("--check-tol", default=None, metavar="TOL",
+                   help=f"relative tolerance of the check: a value v violates lower bound l if v < l - TOL*max(1,|l|) "
+                        f"(default {DEFAULT_CHECK_TOL:g})")
     p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON to OUT")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     return p
@@ -150,17 +183,24 @@ def _engine_label(args) -> str:
     return f"compiled, {mode}, {args.dtype}, batch {args.batch_size}"
 
 
-def _compiled_bounds(args, cert, net, lb, ub, C):
-    """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine."""
+def _compiled_bounds(args, cert, net, lb, ub, C, check=None, first: int = 0):
+    """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine (checked by
+    ``check``, a :class:`_SoundnessCheck`, when given; the boxes are samples ``first...``)."""
     from cfruntime.flow.engine import out_of_memory_at
 
     # the margins' weights are per sample ([B, K, n]): a batch may not fit here already
     mnet = out_of_memory_at(lambda: net.with_margin_layer(C), net.layers[-1].index, "margins", len(C), args.device)
-    return _compiled_run(args, cert, mnet, lb, ub)
+    if check is None:
+        return _compiled_run(args, cert, mnet, lb, ub)
+    lo, hi, layers = _compiled_run(args, cert, mnet, lb, ub, with_layers=True)
+    check(mnet, lb, ub, layers, first)
+    return lo, hi
 
 
-def _compiled_run(args, cert, mnet, lb, ub):
-    """Bounds of the last layer of ``mnet`` over the boxes (``[B, n]`` each), by the compiled engine."""
+def _compiled_run(args, cert, mnet, lb, ub, with_layers: bool = False):
+    """Bounds of the last layer of ``mnet`` over the boxes (``[B, n]`` each), by the compiled engine;
+    ``with_layers``: and ``{layer: (lower, upper)}`` of every layer but the input (the last included),
+    the certifier's Float lower/upper members, on the CPU in float64."""
     import torch
 
     from cfruntime.flow.engine import run_certifier
@@ -168,8 +208,152 @@ def _compiled_run(args, cert, mnet, lb, ub):
     lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, mnet.input_size)
     ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, mnet.input_size)
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
-    res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device)
-    return res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
+    # a replayed CUDA graph keeps the last layer's bounds only: the check needs every layer's
+    res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device,
+                        **({"graph": False} if with_layers else {}))
+    lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
+    if not with_layers:
+        return lower, upper
+    return lower, upper, _layer_bounds(cert, mnet, res, lower, upper)
+
+
+def _layer_bounds(cert, mnet, res, lower, upper) -> dict:
+    """``{layer: (lower [B, n], upper [B, n])}`` from an engine result's store (the input layer, the
+    box itself by construction, left out)."""
+    import torch
+
+    from cfruntime import contract
+    from cfruntime import tensor as gb
+
+    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
+    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
+    b = lower.shape[0]
+    out = {}
+    for layer in mnet.layers[1:-1]:
+        out[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, name)).to("cpu", torch.float64).expand(b, -1)
+                                 for name in (lo_name, hi_name))
+    out[mnet.layers[-1].index] = (lower, upper)
+    return out
+
+
+class _SoundnessCheck:
+    """``--check``: :func:`cfruntime.soundness.check_bounds` on every layer's bounds of each analysed
+    batch; keeps the worst violations of each layer, the counts, and what it cost."""
+
+    def __init__(self, tol: float, unit: str = "sample"):
+        self.tol = tol
+        self.unit = unit  # what a box is called in the messages: sample (dataset) or region (VNN-LIB)
+        self.seconds = 0.0
+        self.totals = {"points": 0, "pgd_targets": 0, "forward_rows": 0, "batches": 0}
+        self.per_sample: dict = {}
+        self.counts: dict[int, int] = {}  # layer -> violations
+        self.kinds: dict[int, str] = {}
+        self.worst: dict[int, list] = {}  # layer -> the worst violations (Violation, samples renumbered)
+        self.checked_layers = 0
+        self.checked_bounds = 0
+
+    def __call__(self, mnet, lb, ub, layers: dict, first: int = 0) -> None:
+        from cfruntime.soundness import check_bounds
+
+        t0 = time.perf_counter()
+        st: dict = {}
+        found = check_bounds(mnet, lb, ub, layers, tol=self.tol, keep_points=False, max_per_layer=CHECK_KEPT, stats=st,
+                             **CHECK_PARAMS)
+        last = mnet.layers[-1].index
+        for k in layers:
+            self.kinds.setdefault(k, "margins" if k == last else mnet.layers[k].kind)
+        for v in found:
+            v.sample += first
+            self.worst.setdefault(v.layer, []).append(v)
+        for k, n in st["violations_per_layer"].items():
+            self.counts[k] = self.counts.get(k, 0) + n
+        for k in self.worst:
+            self.worst[k] = sorted(self.worst[k], key=lambda v: -v.excess)[:CHECK_KEPT]
+        for k in ("points", "pgd_targets", "forward_rows"):
+            self.totals[k] += st[k]
+        self.totals["batches"] += 1
+        self.per_sample = {k: st[k] for k in ("points_per_sample", "samples", "vertices")}
+        self.checked_layers = max(self.checked_layers, st["layers"])
+        self.checked_bounds += st["neurons"]
+        self.seconds += time.perf_counter() - t0
+
+    @property
+    def unsound(self) -> bool:
+        return bool(self.counts)
+
+    @property
+    def violations(self) -> int:
+        return sum(self.counts.values())
+
+    def _what(self, v) -> str:
+        rel = "<" if v.side == "lower" else ">"
+        return (f"neuron {v.neuron} {self.unit} {v.sample}: value {v.value:.9g} {rel} {v.side} bound {v.bound:.9g} "
+                f"(by {v.excess:.3g}, found by {v.source})")
+
+    def report(self) -> None:
+        """One line per violating layer (its count and worst violation), and up to two more of its
+        violations, on stderr."""
+        for k in sorted(self.counts):
+            shown = self.worst.get(k, [])[:CHECK_SHOWN]
+            if not shown:
+                continue
+            print(f"unsound: layer {k} ({self.kinds.get(k, '?')}): {self.counts[k]} bound(s) violated; worst: "
+                  f"{self._what(shown[0])}", file=sys.stderr)
+            for v in shown[1:]:
+                print(f"unsound:   also layer {k} {self._what(v)}", file=sys.stderr)
+
+    def method(self) -> str:
+        ps = self.per_sample
+        return (f"{ps.get('samples', 0)} samples + {ps.get('vertices', 0)} vertices per {self.unit}, "
+                f"PGD {CHECK_PARAMS['pgd_steps']} steps on {self.totals['pgd_targets']} targets")
+
+    def summary(self) -> str:
+        consequence = "nothing certified" if self.unit == "sample" else "no unsat verdict"
+        verdict = (f"UNSOUND: {self.violations} bound(s) violated in {len(self.counts)} layer(s), {consequence}"
+                   if self.unsound else "no violation")
+        return f"{verdict} ({self.method()}, tol {self.tol:g}, {self.seconds:.3f}s)"
+
+    def json(self) -> dict:
+        """``unsound``, ``check`` and ``violations`` entries of the JSON result."""
+        viol = []
+        for k in sorted(self.worst):
+            for v in self.worst[k]:
+                viol.append({"layer": k, "kind": self.kinds.get(k, "?"), "neuron": v.neuron, self.unit: v.sample,
+                             "side": v.side, "bound": v.bound, "value": v.value, "excess": v.excess, "found_by": v.source})
+        check = {"tol": self.tol, "seconds": self.seconds, **{k: v for k, v in CHECK_PARAMS.items()}, **self.per_sample,
+                 **self.totals, "layers": self.checked_layers, "bounds": self.checked_bounds,
+                 "violations": self.violations, "violations_per_layer": {str(k): n for k, n in sorted(self.counts.items())}}
+        return {"unsound": self.unsound, "check": check, "violations": viol}
+
+
+def _user_certifier(args) -> bool:
+    """True when ``--certifier`` is a ``.cf`` file rather than a shipped certifier's name (a path to a
+    shipped file, or a byte-identical copy of one, counts as a file)."""
+    from cfmlir.certifiers import certifier_names
+
+    c = args.certifier
+    if c is None:
+        return False
+    if c in certifier_names():
+        # the compiled engine reads a file of that name when there is one, the interpreter never does
+        return args.engine == "compiled" and Path(c).exists()
+    return True
+
+
+def _parse_check(args):
+    """The :class:`_SoundnessCheck` of this run, or None (``--check``/``--no-check``/the default)."""
+    tol = DEFAULT_CHECK_TOL
+    if args.check_tol is not None:
+        try:
+            tol = float(args.check_tol)
+        except ValueError:
+            raise UsageError(f"--check-tol must be a number, got '{args.check_tol}'") from None
+        if not math.isfinite(tol) or tol < 0:
+            raise UsageError(f"--check-tol must be a finite number >= 0, got {args.check_tol}")
+    on = args.check if args.check is not None else _user_certifier(args)
+    if not on:
+        return None
+    return _SoundnessCheck(tol, "region" if args.vnnlib is not None else "sample")
 
 
 def run(args) -> int:
@@ -190,6 +374,7 @@ def run(args) -> int:
         raise UsageError("--vnnlib cannot be combined with --data, --eps or --n")
     if args.n is not None and args.n <= 0:
         raise UsageError(f"--n must be positive, got {args.n}")
+    check = _parse_check(args)
 
     defaults_mode = args.net is None and args.data is None and args.vnnlib is None
     if args.net is None:
@@ -229,7 +414,7 @@ def run(args) -> int:
     kwargs = entry.load_kwargs(entry.default_semantics()) if entry is not None else {}
     net = load_onnx(net_path, **kwargs)
     if args.vnnlib is not None:
-        return _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0)
+        return _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check)
 
     from cfruntime.properties import load_eran_csv, robustness_property
 
@@ -237,10 +422,10 @@ def run(args) -> int:
     convention = entry.convention(entry.default_semantics()) if entry is not None else "std"
     prop = robustness_property(images, eps, convention, net.input_shape, num_classes=net.output_size)
     load_s = time.perf_counter() - t0
-    return _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s)
+    return _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check)
 
 
-def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) -> int:
+def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check=None) -> int:
     import torch
 
     from cfmlir.interpreter.run import certify_sample
@@ -254,18 +439,26 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
     correct = [bool(int(p) == l) for p, l in zip(preds.tolist(), labels)]
     certified, mlb, mub = [], [], []
     if args.engine == "interpreter":
+        per_layer: dict[int, tuple[list, list]] = {}
         for i in _progress(range(n), n, args.quiet, f"{Path(str(certifier)).stem}"):
-            r = certify_sample(prog, net, prop.lb[i], prop.ub[i], labels[i])
+            r = certify_sample(prog, net, prop.lb[i], prop.ub[i], labels[i], keep_analysis=check is not None)
             certified.append(bool(correct[i] and r.certified))
             mlb.append(r.margin_lb)
             mub.append(r.margin_ub)
+            if check is not None:
+                for k, (lo, hi) in r.analysis.layer_bounds().items():
+                    if k > 0:  # the input layer is the box itself
+                        per_layer.setdefault(k, ([], []))[0].append(lo)
+                        per_layer[k][1].append(hi)
+        if check is not None:
+            _check_interpreter_bounds(args, check, net, prop, per_layer)
     else:
         from cfruntime.flow.batching import in_batches
 
         bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
 
         def run_slice(lo: int, hi: int):
-            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi])
+            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi], check, lo)
             if hasattr(bar, "update"):
                 bar.update(hi - lo)
             return out
@@ -285,6 +478,10 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
                 mub.append(row_hi)
                 certified.append(bool(correct[i] and all(x > 0 for k, x in enumerate(row_lo) if k != labels[i])))
     analysis_s = time.perf_counter() - t0
+    if check is not None:
+        analysis_s -= check.seconds  # the check ran batch by batch, after each batch's analysis
+        if check.unsound:  # an unsound analysis certifies nothing
+            certified = [False] * n
     out = {
         "certifier": str(certifier),
         "network": str(net_path),
@@ -299,6 +496,10 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if args.engine == "interpreter" else batch_used}
+    if check is not None:
+        out["times"]["check_s"] = check.seconds
+        out.update(check.json())
+        check.report()
     if args.json:
         _write_json(args.json, out)
     if not args.quiet:
@@ -309,10 +510,36 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s) 
         print(f"certified: {ncert}/{nc} correctly classified ({pct(ncert, nc)})")
         print(f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s "
               f"({analysis_s / max(n, 1):.3f}s/sample)")
-    return 0
+        if check is not None:
+            print(f"check:     {check.summary()}")
+    return _check_status(check)
 
 
-def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0) -> int:
+def _check_status(check) -> int:
+    """0, or :data:`EXIT_UNSOUND` (with its error line) when the check found a violation."""
+    if check is None or not check.unsound:
+        return 0
+    consequence = "nothing is certified" if check.unit == "sample" else "no unsat verdict is given"
+    print(f"error: unsound bounds: the soundness check found {check.violations} violated bound(s) in "
+          f"{len(check.counts)} layer(s); {consequence}", file=sys.stderr)
+    return EXIT_UNSOUND
+
+
+def _check_interpreter_bounds(args, check, net, prop, per_layer) -> None:
+    """Check the interpreter's per-sample layer bounds, ``--batch-size`` samples at a time (each
+    analysis ran on its own label's margin network; the batched one has the same layers)."""
+    import torch
+
+    n = len(prop)
+    for lo in range(0, n, args.batch_size):
+        hi = min(n, lo + args.batch_size)
+        mnet = net.with_margin_layer(prop.C[lo:hi])
+        layers = {k: (torch.tensor(l[lo:hi], dtype=torch.float64), torch.tensor(u[lo:hi], dtype=torch.float64))
+                  for k, (l, u) in per_layer.items()}
+        check(mnet, prop.lb[lo:hi], prop.ub[lo:hi], layers, lo)
+
+
+def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check=None) -> int:
     import numpy as np
 
     from cfmlir.interpreter.run import vnnlib_row_bounds
@@ -325,11 +552,38 @@ def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0) -> int:
                             f"{net.input_size} and {net.output_size}", file=args.vnnlib)
     load_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    if args.engine == "interpreter":
+    regions = []  # (margin net, lb, ub, layer bounds) of every region, for the check
+    if check is None and args.engine == "interpreter":
         lows, highs = vnnlib_row_bounds(prog, net, prop)
-    else:
+    elif check is None:
         lows, highs = vnnlib_row_bounds(None, net, prop, lambda mnet, lb, ub: [b[0] for b in _compiled_run(args, prog, mnet, lb, ub)])
+    else:
+        def bounds(mnet, lb, ub):
+            if args.engine == "interpreter":
+                from cfmlir.interpreter.run import analyze
+                import torch
+
+                res = analyze(prog, mnet, lb, ub)
+                layers = {k: (torch.tensor([l], dtype=torch.float64), torch.tensor([u], dtype=torch.float64))
+                          for k, (l, u) in res.layer_bounds().items() if k > 0}
+                lo, hi = res.lower, res.upper
+            else:
+                lo, hi, layers = _compiled_run(args, prog, mnet, lb, ub, with_layers=True)
+                lo, hi = lo[0], hi[0]
+            regions.append((mnet, lb, ub, layers))
+            return lo, hi
+
+        lows, highs = vnnlib_row_bounds(None, net, prop, bounds)
     v = verdict(prop, lows)
+    if check is not None:
+        t2 = time.perf_counter()
+        # vnnlib_row_bounds skips the regions without constraint rows
+        numbered = [i for i, reg in enumerate(prop.regions) if reg.stacked()[0].shape[0] > 0]
+        for i, (mnet, lb, ub, layers) in zip(numbered, regions):
+            check(mnet, lb, ub, layers, i)
+        t1 += time.perf_counter() - t2
+        if check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
+            v = "unknown"
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
 
@@ -344,13 +598,19 @@ def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0) -> int:
         "regions": [{"row_lb": np.asarray(lo).tolist(), "row_ub": np.asarray(hi).tolist()} for lo, hi in zip(lows, highs)],
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
     }
+    if check is not None:
+        out["times"]["check_s"] = check.seconds
+        out.update(check.json())
+        check.report()
     if args.json:
         _write_json(args.json, out)
     if not args.quiet:
         print(f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {_engine_label(args)})")
         print(f"verdict:   {v}")
         print(f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s")
-    return 0
+        if check is not None:
+            print(f"check:     {check.summary()}")
+    return _check_status(check)
 
 
 def _write_json(path, obj) -> None:

@@ -1,0 +1,143 @@
+"""Verifying one transformer rule: build the world, evaluate the rule, discharge its obligations.
+
+Algorithm (for rule ``op -> body`` of a transformer, bounds ``K``, ``M``):
+
+1. :func:`cfmlir.verify.operators.bind` makes ``curr`` and its ``prev`` neurons and the concrete
+   output ``y`` (e.g. ``y = sum w_i x_i + b``);
+2. the body is evaluated symbolically (:class:`~cfmlir.verify.evaluator.SymbolicEvaluator`); reading
+   a member of a neuron makes its shape and adds the premise that the shape's constraints hold for it;
+3. the new shape (the body's values, converted to the member types) is ``curr``'s, and every shape
+   constraint becomes an obligation: ``premises => constraint(curr)`` with ``curr``'s value ``y``;
+   traverses add their own obligations (invariant initially true, preserved by one step);
+4. each obligation is refuted with z3: ``premises and assumptions and guard and not goal`` is
+   ``unsat`` (the obligation is valid), ``sat`` (a model: replayed through the reference interpreter,
+   :mod:`cfmlir.verify.replay`, and shown only if the interpreter confirms it) or ``unknown``.
+
+The rule is ``verified`` when every obligation is valid.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import z3
+
+from cfmlir.syntax import ast
+from cfmlir.syntax.unparse import unparse
+from cfmlir.typing import types as T
+from cfmlir.verify import values as S
+from cfmlir.verify.errors import FragmentError
+from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator
+from cfmlir.verify.nonlinear import Nonlinear
+from cfmlir.verify.operators import OPERATORS, bind
+from cfmlir.verify.semantics import holds
+from cfmlir.verify.solve import refute
+from cfmlir.verify.world import World
+
+VERIFIED, COUNTEREXAMPLE, UNKNOWN = "verified", "counterexample", "unknown"
+
+
+@dataclass
+class RuleResult:
+    transformer: str
+    op: str
+    status: str
+    detail: str = ""
+    seconds: float = 0.0
+    K: int = 0
+    M: int = 0
+    obligations: int = 0
+    loc: object = None
+    extra: dict = field(default_factory=dict)
+
+    def line(self) -> str:
+        if self.status == VERIFIED:
+            s = f"verified (K={self.K}, M={self.M})"
+        elif self.status == COUNTEREXAMPLE:
+            s = f"counterexample: {self.detail}"
+        else:
+            s = f"unknown ({self.detail})"
+        return f"{self.transformer}.{self.op}: {s}  [{self.seconds:.2f} s]"
+
+
+class RuleProblem:
+    """Everything about one rule: its world, evaluator, obligations (kept for replay)."""
+
+    def __init__(self, checked, tname: str, rule: ast.Rule, K: int, M: int):
+        self.checked = checked
+        self.tname = tname
+        self.rule = rule
+        self.shape_decl = next(d for d in checked.program.decls if isinstance(d, ast.ShapeDecl))
+        self.world = World(checked.members, K, M)
+        self.nl = Nonlinear()
+        self.ev = SymbolicEvaluator(checked, self.world, self.nl, holds)
+        self.world.constraints_of = self._constraints_of
+        if rule.op not in OPERATORS:
+            raise FragmentError(rule.loc, f"the operator '{rule.op}'",
+                                f"cf-verify knows the concrete semantics of {', '.join(OPERATORS)}")
+        self.env, self.curr, self.y = bind(rule.op, self.world, self.nl)
+        # curr stands for its concrete output y (in traverse invariants and the new shape's constraints).
+        self.curr.value = self.y
+        out = self.ev.eval(rule.body, self.env)
+        if not isinstance(out, tuple):
+            out = (out,)
+        order = checked.member_order
+        if len(out) != len(order):
+            raise FragmentError(rule.loc, f"a rule with {len(out)} values for {len(order)} members")
+        self.outputs = {m: self.ev.conv(v, checked.members[m]) for m, v in zip(order, out)}
+        self.world.outputs[self.curr] = self.outputs
+        self.obligations: list[Obligation] = list(self.ev.obligations)
+        for c in self.shape_decl.constraints:
+            self.obligations.append(Obligation(f"'{unparse(c)}'", self.ev.eval(c, {"curr": self.curr}), z3.BoolVal(True), c.loc))
+
+    def _constraints_of(self, n: S.SNeuron):
+        return z3.And([holds(self.ev.eval(c, {"curr": n})) for c in self.shape_decl.constraints])
+
+    def background(self) -> list:
+        return list(self.world.premises) + list(self.nl.facts) + list(self.ev.assumptions)
+
+
+def conjuncts(f) -> list:
+    if z3.is_and(f):
+        return [c for a in f.children() for c in conjuncts(a)]
+    return [f]
+
+
+def verify_rule(checked, tname: str, rule: ast.Rule, K: int = 2, M: int = 2, timeout: float = 60.0) -> RuleResult:
+    from cfmlir.verify.replay import confirm
+
+    t0 = time.perf_counter()
+    res = RuleResult(tname, rule.op, UNKNOWN, K=K, M=M, loc=rule.loc)
+    prob = RuleProblem(checked, tname, rule, K, M)
+    res.obligations = len(prob.obligations)
+    background = prob.background()
+    unknown = []
+    for ob in prob.obligations:
+        if time.perf_counter() - t0 >= timeout:
+            unknown.append(f"timeout after {timeout:g} s")
+            break
+        # A conjunction is valid when each conjunct is (nlsat is much faster on the parts).
+        r, model, part = "unsat", None, None
+        for part in conjuncts(holds(ob.goal)):
+            r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), t0 + timeout)
+            if r != "unsat":
+                break
+        if r == "unsat":
+            continue
+        if r == "unknown":
+            unknown.append(f"{ob.what}: {model}")
+            continue
+        found = confirm(prob, ob, background, part, model, deadline=t0 + timeout)
+        if found.confirmed:
+            res.status, res.detail = COUNTEREXAMPLE, found.text
+            res.extra = found.data
+            res.seconds = time.perf_counter() - t0
+            return res
+        unknown.append(f"{ob.what}: {found.text}")
+    res.seconds = time.perf_counter() - t0
+    if unknown:
+        res.detail = "; ".join(unknown)
+    else:
+        res.status = VERIFIED
+    return res
