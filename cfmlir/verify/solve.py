@@ -15,11 +15,7 @@ from __future__ import annotations
 
 import time
 
-import os
-
 import z3
-
-_DEBUG = bool(os.environ.get("CFV_DEBUG"))
 
 
 def normal(f):
@@ -79,8 +75,6 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
         if depth < eager and depth < len(conds):
             return split(cases, depth, conds[depth])
         r, extra = _check(background + cases + [neg], min(step * (1 + depth), left))
-        if _DEBUG:
-            print("  " * depth, len(cases), r, len(conds))
         if r == z3.unsat:
             return "unsat", None
         if r == z3.sat:
