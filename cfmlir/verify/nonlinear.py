@@ -27,6 +27,8 @@ import math
 
 import z3
 
+from cfmlir.interpreter.evaluator import fexp, sigmoid
+
 _SPEC = {
     # name: (lower, upper, value at 0, derivative from the value, maximal derivative)
     "sigmoid": (0, 1, z3.RealVal("1/2"), lambda f: f * (1 - f), z3.RealVal("1/4")),
@@ -35,11 +37,8 @@ _SPEC = {
 
 
 def true_value(name: str, x: float) -> float:
-    if name == "sigmoid":
-        return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-    if name == "tanh":
-        return math.tanh(x)
-    return math.exp(min(x, 700.0))
+    """The real function in float64, as the reference interpreter computes it."""
+    return {"sigmoid": sigmoid, "tanh": math.tanh, "exp": fexp}[name](x)
 
 
 class Nonlinear:
