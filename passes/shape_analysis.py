@@ -43,8 +43,15 @@ layer level, one stack element whose dimensions are ``[batch, curr]`` (plus list
   ``<R, [1, curr], [batch, 1]>`` (weights do not depend on the sample); ``n[layer]`` keeps the shape of
   the neurons; a shape member of neurons takes their shape with the batch dimension materialised.
 
-Constructs the compiled engine does not support (``lp``, list builtins other than ``sum``, ``sym``
-inside a map, ``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors.
+* lists: ``sum``/``max``/``min`` reduce the list dimension; ``map_list`` applies an element-by-element
+  function to the whole list tensor.  A ``Maxpool`` rule's ``prev`` is each neuron's own window
+  ``<N, [1, curr, prev], [batch, 1, 1]>`` (``prev`` = the window length); windows cut by the pooling's
+  padding are laid out at full length and the padding entries are masked out (``prev_mask``) in every
+  list reduction and ``dot``, so a rule sees the neurons of its window only, as in the interpreter.
+
+Constructs the compiled engine does not support (``lp``, ``avg``/``len``/``argmax``/``concat`` of
+lists, ``map_list`` of a function with list operations inside, ``sym`` inside a map,
+``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors.
 """
 
 from __future__ import annotations
@@ -131,6 +138,9 @@ class RuleLifter:
         self.map_dims: list[Size] = []  # the dimension each enclosing map pushed (poly or sym)
         self.inputs: dict[str, Val] = {}
         self.curr_value: SSAValue | None = None
+        #: a Maxpool rule's ``prev`` windows have padding entries (absent neurons): every list
+        #: operation over their ``prev`` dimension masks them out with this input (see list_masked)
+        self.window_mask: bool = False
 
     # -- emission helpers ------------------------------------------------------------------------
     def emit(self, op: Operation) -> SSAValue | None:
@@ -382,8 +392,12 @@ class RuleLifter:
             return self.unary(_UNARY_BUILTINS[type(op)], get(0), t)
         if isinstance(op, (cf.MaxOp, cf.MinOp)) and len(op.operands) == 2:
             return self.binary("max" if isinstance(op, cf.MaxOp) else "min", get(0), get(1), t)
+        if isinstance(op, (cf.MaxOp, cf.MinOp)):
+            return self.reduce_list(get(0), "max" if isinstance(op, cf.MaxOp) else "min", t)
         if isinstance(op, cf.SumOp):
             return self.sum_list(get(0), t)
+        if isinstance(op, cf.MapListOp):
+            return self.map_list(get(0), get(1), t)
         if isinstance(op, cf.AccessOp):
             return self.access(get(0), op.member.data, t, op.operands[0])
         if isinstance(op, cf.DotOp):
@@ -409,10 +423,55 @@ class RuleLifter:
 
     def sum_list(self, x: Val, t: sem.Type) -> Val:
         """``sum(list)``: reduce the last (list) dimension of the top element."""
+        return self.reduce_list(x, "sum", t)
+
+    def reduce_list(self, x: Val, kind: str, t: sem.Type) -> Val:
+        """``sum``/``max``/``min`` of a list: reduce the last (list) dimension of the top element
+        (absent entries of a max-pool window count as the reduction's identity)."""
+        if x.letter not in contract.NUMBER_LETTERS:
+            raise ShapeAnalysisError(f"the tensor compiler supports '{kind}' of Float lists only, not of a {x.ty} "
+                                     f"(write a dot product with weights instead)")
+        x = self.list_masked(x, {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind])
         m = x.m
         top = m.top
         rm = m.with_top(Element(letter(t), top.shape[:-1], top.broadcast[:-1], False))
-        return Val(self.emit(ct.ReduceOp(x.v, len(m.shape) - 1, self.T(rm), "sum")), t)
+        return Val(self.emit(ct.ReduceOp(x.v, len(m.shape) - 1, self.T(rm), kind)), t)
+
+    def list_masked(self, x: Val, identity: float) -> Val:
+        """A list over a max-pool window with its padding entries replaced by ``identity`` (the
+        reduction's neutral value), so a rule sees each window as the interpreter does: only the
+        neurons in it.  Lists over other dimensions, and every list of other operators, are as
+        they are."""
+        if not self.window_mask or ct.is_scalar_const(x.m) or not x.m.top.shape or x.m.top.shape[-1] != PREV:
+            return x
+        if x.m.height != 1:
+            raise ShapeAnalysisError("the tensor compiler does not support list operations on a max-pool window "
+                                     "inside a map or traverse")
+        mask = self.input("prev_mask", Metadata.single("B", [ONE, CURR, PREV], [BATCH, ONE, ONE]), sem.BOOL)
+        return self.ternary(mask, x, self.const(identity), x.ty)
+
+    def map_list(self, x: Val, f: Closure, t: sem.Type) -> Val:
+        """``l.mapList(f)`` for a function ``f`` that works element by element (no list operation in
+        its body or the functions it calls): ``f`` applied to the whole list tensor is the list of
+        its results, aligned with the list (a result that does not depend on the element is
+        repeated along it)."""
+        if not isinstance(f, Closure):  # pragma: no cover - the type checker makes it a function
+            raise ShapeAnalysisError("map_list needs a function")
+        bad = _list_op_in(f.func, self.funcs, set())
+        if bad is not None:
+            raise ShapeAnalysisError(f"the tensor compiler supports map_list only with a function that works element "
+                                     f"by element (its body uses '{bad}')")
+        r = self.apply(f, [x])
+        kind = letter(t)
+        if ct.is_scalar_const(r.m):
+            target = x.m.with_type(kind)
+        else:
+            if r.m.height != x.m.height:  # pragma: no cover - no map is open around the element
+                raise ShapeAnalysisError("map_list result at another map level")
+            _, _, target = align_shapes(x.m, r.m)
+            target = target.with_type(kind)
+        out = self.coerce(r, target, keep_scalar=False)
+        return Val(out.v, t)
 
     def access(self, x: Val, member: str, t: sem.Type, cf_base: SSAValue) -> Val:
         m = x.m
@@ -432,6 +491,7 @@ class RuleLifter:
 
     def dot(self, base: Val, w: Val, t: sem.Type) -> Val:
         kind = letter(t)
+        w = self.list_masked(w, 0.0)  # absent entries of a max-pool window weigh nothing
         if base.letter == "N":
             base, w = self.align(base, w)
             m = w.m
@@ -661,8 +721,12 @@ class RuleLifter:
         for (name, ty), arg in zip(operator_bindings(rule).items(), block.args):
             if name in ("curr", "prev_0", "prev_1") or (name == "prev" and ty == sem.NEURON):
                 val = self.input(name, Metadata.single("N", [ONE, CURR], [BATCH, ONE]), ty)
+            elif name == "prev" and base_op == "Maxpool":
+                # each neuron's own window of the previous layer (size ``prev``: the window length)
+                val = self.input(name, Metadata.single("N", [ONE, CURR, PREV], [BATCH, ONE, ONE]), ty)
+                self.window_mask = True
             elif name == "prev":
-                size = PREV if base_op in ("Affine", "Maxpool", "Minpool", "Avgpool") else Size(2)
+                size = PREV if base_op in ("Affine", "Minpool", "Avgpool") else Size(2)
                 val = self.input(name, Metadata.single("N", [ONE, ONE, size], [BATCH, CURR, ONE]), ty)
             else:  # curr_list
                 val = self.input(name, Metadata.single("N", [ONE, ONE, CURR], [BATCH, CURR, ONE]), ty)
@@ -723,6 +787,24 @@ def _drop_dead(block: Block) -> None:
         if op.results and not any(r.uses for r in op.results) and op.has_trait(Pure):
             op.detach()
             op.erase()
+
+
+_LIST_OPS = (cf.SumOp, cf.AvgOp, cf.LenOp, cf.ArgmaxOp, cf.ArgminOp, cf.ConcatOp, cf.MapListOp, cf.DotOp)
+
+
+def _list_op_in(func: cf.FuncOp, funcs: dict, seen: set) -> str | None:
+    """The name of a list operation in ``func``'s body or a function it names, or None."""
+    if func in seen:
+        return None
+    seen.add(func)
+    for op in func.body.walk():
+        if isinstance(op, _LIST_OPS) or (isinstance(op, (cf.MaxOp, cf.MinOp)) and len(op.operands) == 1):
+            return op.name
+        if isinstance(op, (cf.CallOp, cf.FuncRefOp)):
+            bad = _list_op_in(funcs[op.callee.root_reference.data], funcs, seen)
+            if bad is not None:
+                return bad
+    return None
 
 
 def zero_preserving(f: Closure) -> bool:

@@ -145,6 +145,8 @@ def convert(v, ty):
         return to_sym(v)
     if isinstance(ty, T.ListType) and isinstance(v, list):
         return [convert(x, ty.elem) for x in v]
+    if isinstance(ty, T.TupleType) and isinstance(v, tuple) and len(v) == len(ty.elems):
+        return tuple(convert(x, t) for x, t in zip(v, ty.elems))  # a rule's conditional result
     return v
 
 
@@ -166,7 +168,7 @@ def merge(c, a, b):
         return [merge(c, x, y) for x, y in zip(a, b)]
     if isinstance(a, SCt) or isinstance(b, SCt):
         return SCt("ite", c, (a, b))
-    if a == b:
+    if type(a) is type(b) and not isinstance(a, z3.ExprRef) and a == b:
         return a
     raise TypeError(f"cannot merge {type(a).__name__} and {type(b).__name__} under a symbolic condition")
 

@@ -14,8 +14,9 @@ from cfruntime import tensor as gb
 from cfruntime.flow import parameters
 from cfruntime.flow.layout import layout_of
 from cfruntime.flow.store import ShapeStore
-from cfruntime.flow.values import Affine, Neurons
+from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import Segmented
+from cfruntime.tensor.segmented import part_as_block, part_dense
 
 
 class LayerContext:
@@ -33,6 +34,8 @@ class LayerContext:
             "batch": batch, "curr": sizes[layer.index], "poly": store.total, "sym": sym_total,
             "prev": sizes[layer.preds[0]] if layer.preds else 0,
         }
+        if layer.kind == "maxpool":  # a Maxpool rule's prev is each neuron's window
+            self._sizes["prev"] = int(layer.maxpool.index_map.shape[1])
 
     # -- sizes and inputs ----------------------------------------------------------------------------
     def size(self, expr: str) -> int:
@@ -53,16 +56,37 @@ class LayerContext:
         if name == "prev":
             if layer.kind == "affine":
                 return self._layer_neurons(layer.preds[0], 2, 3)
+            if layer.kind == "maxpool":
+                return self._windows()[0]
             if len(layer.preds) == 1:
                 return self._layer_neurons(layer.preds[0], 1, 2)
             raise NotImplementedError("the list 'prev' of a binary operator is not supported by the compiled engine")
         if name in ("prev_0", "prev_1"):
             return self._layer_neurons(layer.preds[int(name[-1])], 1, 2)
+        if name == "prev_mask":
+            return self._windows()[1]
         if name == "weight":
             return parameters.weight(layer, self.rep)
         if name == "bias":
             return parameters.bias(layer, self.rep)
         raise KeyError(f"unknown rule input '{name}'")
+
+    def _windows(self) -> tuple[Window, object]:
+        """A max-pool layer's windows ``[1, curr, K]`` (padding entries repeat a neuron of their
+        window) and the mask of the entries that are neurons (``True`` when no window is cut by
+        padding), made once per layer and device."""
+        layer = self.layer
+        pred, size = self.layout.offsets[layer.preds[0]], self.layout.sizes[layer.preds[0]]
+        # kept on the pooling spec, which copies of the network share (their layers may lie elsewhere)
+        cache = layer.maxpool.__dict__.setdefault("_engine_windows", {})
+        key = (self.rep.device, pred, size)
+        hit = cache.get(key)
+        if hit is None:
+            index, present = layer.maxpool.dense_windows()
+            window = Window((index + pred).unsqueeze(0).to(self.rep.device), pred, size)
+            mask = True if bool(present.all()) else present.unsqueeze(0).to(self.rep.device)
+            hit = cache[key] = (window, mask)
+        return hit
 
     # -- neuron sets -----------------------------------------------------------------------------------
     def all_neurons(self, rank: int) -> Neurons:
@@ -88,6 +112,8 @@ class LayerContext:
         return x
 
     def access(self, n: Neurons, member: str):
+        if isinstance(n, Window):
+            return self._access_window(n, member)
         if n.noise:
             raise RuntimeError("noise symbols have no members")
         net = self.network
@@ -105,6 +131,70 @@ class LayerContext:
         if hit is None:
             hit = self.store.views[key] = self._access_layer(n, member, letter, k)
         return hit
+
+    def _access_window(self, n: Window, member: str):
+        """A member of every neuron of a window list: the stored values of its layer, gathered
+        (``[B, *window shape, width]`` coefficients for PolyExp/SymExp members)."""
+        k = _layer_containing(self.network, n.start, n.count)
+        if member in ("layer", "last_layer"):
+            return float(k) if member == "layer" else float(k == len(self.network.layers) - 1)
+        letter = self.store.members[member]
+        # keyed like a layer's other views, so that releasing the layer's member drops it too
+        key = (k, member, "window", id(n.index), n.shape, self.sym_total if letter == "S" else 0)
+        hit = self.store.views.get(key)
+        if hit is not None and hit[0] is n.index:
+            return hit[1]
+        stored = self.store.get(k, member)
+        idx = n.local()
+        lead = n.shape[1:]
+        if letter == "S":
+            stored = self.store.pad_sym(stored, self.sym_total)
+        if letter in "PS":
+            coeff = stored.coeff if stored.coeff is not None else self.rep.zeros((self.batch, n.count, self._width(letter)))
+            rows = WindowRows((max(self.batch, coeff.shape[0]), *lead, coeff.shape[-1]),
+                              lambda: self._gather_coeff(coeff, idx, lead),
+                              lambda w: self._window_weighted(w, coeff, n, idx, lead))
+            out = Affine(rows, _gather(stored.const, idx, lead))
+        else:
+            out = _gather(stored, idx, lead)
+        self.store.views[key] = (n.index, out)
+        return out
+
+    def _window_weighted(self, w, coeff, n: Window, idx: torch.Tensor, lead: tuple):
+        """``sum_k w[b, i, k] * coeff[b, window(i, k), :]``: the window weights as one patches block
+        ``[B, out, n]`` on the window's layer times its stored coefficients ``[B, n, W]`` (segment by
+        segment when they are segmented), so the coefficients are never gathered per entry."""
+        w = gb.to_dense(w) if not isinstance(w, torch.Tensor) else w
+        full = torch.broadcast_shapes(tuple(w.shape), (1, *lead))
+        patches = None
+        if len(full) == 3 and self.layer.kind == "maxpool" and tuple(full[1:]) == tuple(lead):
+            b = max(full[0], coeff.shape[0])
+            patches = self.rep.pool_weights(w.expand(b, *full[1:]), self.layer.maxpool, 0, n.count)
+        if patches is None:  # the gathered rows, weighted
+            rows = self._gather_coeff(coeff, idx, lead)
+            return gb.reduce_sum(gb.binary(rows, gb.add_dim(w, len(full)), "mul"), len(full) - 1)
+        if isinstance(coeff, Segmented):
+            parts = {}
+            for s, p in coeff.parts.items():
+                extent = (p.shape[0], n.count, p.shape[2])
+                part = gb.SparseTensor(extent, 0.0, [((0, 0, 0), _part_block(p, extent))], dtype=coeff.dtype, device=coeff.device)
+                parts[s] = _as_part(gb.inner(patches, part, -2))
+            return Segmented((patches.shape[0], lead[0], coeff.shape[-1]), 2, parts, coeff.dtype, coeff.device)
+        return gb.inner(patches, coeff, -2)
+
+    def _gather_coeff(self, coeff, idx: torch.Tensor, lead: tuple):
+        """Rows ``idx`` of coefficients ``[B, n, W]`` laid out as ``[B, *lead, W]``: a segmented
+        tensor keeps its segments (each gathered densely), others are gathered densely."""
+        if isinstance(coeff, Segmented):
+            parts = {}
+            for s, p in coeff.parts.items():
+                d = part_dense(p)
+                d = d.expand(d.shape[0], coeff.shape[1], d.shape[2])
+                parts[s] = d.index_select(1, idx).reshape(d.shape[0], *lead, d.shape[2])
+            b = max([coeff.shape[0]] + [p.shape[0] for p in parts.values()])
+            return Segmented((b, *lead, coeff.shape[-1]), len(lead) + 1, parts, coeff.dtype, coeff.device)
+        d = gb.to_dense(coeff)
+        return self.rep.tensor(d.index_select(1, idx).reshape(d.shape[0], *lead, d.shape[2]))
 
     def _access_layer(self, n: Neurons, member: str, letter: str, k: int):
         layer = self.network[k]
@@ -152,7 +242,7 @@ class LayerContext:
     def layer_value(self, n: Neurons, member: str) -> float:
         """``layer``/``last_layer`` of neurons that all lie in one layer, as a host number (the compiler
         calls such a value uniform)."""
-        k = _layer_containing(self.network, n.start, n.count)
+        k = _layer_containing(self.network, n.start, n.count)  # a Window's neurons lie in one layer
         if k is None:
             raise RuntimeError(f"'{member}' of neurons from several layers is not one number")
         return float(k) if member == "layer" else float(k == len(self.network.layers) - 1)
@@ -204,11 +294,28 @@ class LayerContext:
 
     # -- PolyExp/SymExp constructors -----------------------------------------------------------------
     def dot(self, n: Neurons, w) -> Affine:
-        """``neurons.dot(weights)``: the weights become coefficients at the neurons' indices."""
+        """``neurons.dot(weights)``: the weights become coefficients at the neurons' indices (for
+        max-pool window lists, added up at each window's neurons: one patches block on their layer,
+        or a dense one where the windows are not patches)."""
+        if isinstance(n, Window):
+            w = gb.to_dense(w) if not isinstance(w, torch.Tensor) else w
+            full = torch.broadcast_shapes(tuple(w.shape), n.shape)
+            if len(full) == 3 and self.layer.kind == "maxpool" and n.shape[1:] == full[1:]:
+                patches = self.rep.pool_weights(w.expand(full), self.layer.maxpool, n.start, self.store.total)
+                if patches is not None:
+                    return Affine(patches, 0.0)
+            idx = (n.index - n.start).expand(full)
+            coeff = torch.zeros(full[:-1] + (n.count,), dtype=self.rep.dtype, device=self.rep.device)
+            coeff.scatter_add_(len(full) - 1, idx, w.to(self.rep.dtype).expand(full))
+            return Affine(self.rep.embed(coeff, len(full) - 1, n.start, self.store.total), 0.0)
         coeff = self.rep.embed(w, len(w.shape) - 1, n.start, self.store.total)
         return Affine(coeff, 0.0)
 
     def neuron_to_poly(self, n: Neurons) -> Affine:
+        if isinstance(n, Window):  # one-hot rows over the window's layer (a scatter: no value check)
+            idx = (n.index - n.start).unsqueeze(-1)
+            oh = torch.zeros(n.shape + (n.count,), dtype=self.rep.dtype, device=self.rep.device).scatter_(-1, idx, 1.0)
+            return Affine(self.rep.embed(oh, oh.dim() - 1, n.start, self.store.total), 0.0)
         return Affine(self._one_hot(n, self.store.total), 0.0)
 
     def noise_to_sym(self, n: Neurons) -> Affine:
@@ -250,6 +357,29 @@ def _add(a, b):
     if isinstance(a, (int, float)) and a == 0:
         return b
     return gb.binary(a, b, "add")
+
+
+def _as_part(x):
+    """A product as a segment's part: its one block when it covers the whole extent (patches @
+    diagonal stays patches), else dense."""
+    if gb.is_sparse(x) and len(x.blocks) == 1 and x.background == 0:
+        start, block = x.blocks[0]
+        if not any(start) and tuple(block.shape) == tuple(x.shape):
+            return block
+    return gb.to_dense(x)
+
+
+def _part_block(p, extent):
+    """A segment's part (a broadcastable dense tensor or a block) as one block of ``extent``."""
+    return part_as_block(p.expand(extent) if isinstance(p, torch.Tensor) else p, extent)
+
+
+def _gather(x, idx: torch.Tensor, lead: tuple):
+    """Columns ``idx`` of a stored ``[B, n]`` value (a number stays a number) as ``[B, *lead]``."""
+    if isinstance(x, (int, float)):
+        return x
+    d = gb.to_dense(x)
+    return d.index_select(1, idx).reshape(d.shape[0], *lead)
 
 
 def _slice(x, lo: int, count: int):

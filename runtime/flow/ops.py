@@ -18,7 +18,7 @@ import torch
 
 from cfruntime import tensor as gb
 from cfruntime.flow import host
-from cfruntime.flow.values import Affine, Neurons
+from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import RepeatBlock
 from cfruntime.tensor import segmented_ops as seg_ops
 from cfruntime.tensor.block_base import same_value
@@ -59,7 +59,14 @@ def _align_ranks(a, b):
     return a, b
 
 
+def _real(x):
+    """A lazily gathered :class:`WindowRows` operand as its tensor (every op but a weighted sum
+    over the window needs the entries)."""
+    return x.materialize() if isinstance(x, WindowRows) else x
+
+
 def binary(op: str, a, b):
+    a, b = _real(a), _real(b)
     if _is_scalar(a) and _is_scalar(b):
         return host.binary(op, a, b)
     a, b = _align_ranks(a, b)
@@ -71,6 +78,7 @@ def mult(a, b):
     dropped, so later inner products skip them.  A Bool operand is a mask: ``mask * x`` runs as
     ``where(mask, x, 0)`` (no conversion of the mask to numbers; an unselected infinite ``x`` gives
     0, the value of an absent summand)."""
+    a, b = _real(a), _real(b)
     for m, x in ((a, b), (b, a)):
         if _is_bool(m) and not _is_bool(x) and not _is_scalar(x):
             return prune(where(m, x, 0.0), unchanged=x)
@@ -100,12 +108,14 @@ def prune(x, unchanged=None):
 
 
 def unary(op: str, a):
+    a = _real(a)
     if _is_scalar(a):
         return host.unary(op, a)
     return gb.unary(a, op)
 
 
 def where(c, a, b):
+    c, a, b = _real(c), _real(a), _real(b)
     if _is_scalar(c):
         return a if c else b
     ranks = [_rank(x) for x in (c, a, b)]
@@ -121,22 +131,28 @@ def _pad_rank(x, r):
 
 
 def clamp(a, lo=None, hi=None):
-    return gb.clamp(a, lo, hi)
+    return gb.clamp(_real(a), lo, hi)
 
 
 def add_dim(a, dim: int):
+    a = _real(a)
     if _is_scalar(a):
         return a
     if isinstance(a, Affine):
         return Affine(None if a.coeff is None else gb.add_dim(a.coeff, dim), add_dim(a.const, dim))
     if isinstance(a, Neurons):
         return Neurons(a.start, a.count, a.dim + (1 if dim <= a.dim else 0), a.rank + 1, a.noise)
+    if isinstance(a, Window):
+        return Window(a.index.unsqueeze(dim), a.start, a.count)
     return gb.add_dim(a, dim)
 
 
 def remove_dim(a, dim: int):
+    a = _real(a)
     if isinstance(a, Affine):
         return Affine(None if a.coeff is None else gb.remove_dim(a.coeff, dim), remove_dim(a.const, dim))
+    if isinstance(a, Window):
+        return Window(a.index.squeeze(dim), a.start, a.count)
     return a if _is_scalar(a) else gb.remove_dim(a, dim)
 
 
@@ -144,7 +160,8 @@ def repeat(a, dim: int, size: int):
     """Broadcast a size-1 dimension to ``size``.  A plain torch tensor keeps its size 1 there (the
     broadcasting contract: every op broadcasts, so no view is made); a segmented tensor records the
     size in its shape (no op); a general g-BSCR tensor becomes a repeat view."""
-    if _is_scalar(a) or isinstance(a, Neurons):
+    a = _real(a)
+    if _is_scalar(a) or isinstance(a, (Neurons, Window)):
         return a
     if isinstance(a, Affine):
         return Affine(None if a.coeff is None else repeat(a.coeff, dim, size), repeat(a.const, dim, size))
@@ -156,6 +173,7 @@ def repeat(a, dim: int, size: int):
 def reduce(a, dim: int, kind: str = "sum", size: int | None = None):
     """Sum/min/max over ``dim``, whose logical size is ``size``: a uniform operand (a host number, or
     a tensor of size 1 there) stands for ``size`` equal entries."""
+    a = _real(a)
     if _is_scalar(a) or (size is not None and size != 1 and a.shape[dim] == 1):
         if kind == "sum":
             return a * size if _is_scalar(a) else binary("mul", remove_dim(a, dim), float(size))
@@ -176,6 +194,7 @@ def _unseg(x):
 def masked_reduce(c, p, dim: int, kind: str):
     """``reduce(where(c != 0, p, identity), dim, kind)`` for ``kind`` min (identity ``inf``) or max
     (``-inf``), without the mask or the masked copy (see :mod:`cfruntime.tensor.masked_reduce`)."""
+    c, p = _real(c), _real(p)
     if _is_scalar(c) or _is_scalar(p):
         return reduce(where(binary("ne", c, 0.0), p, math.inf if kind == "min" else -math.inf), dim, kind)
     c, p = _align_ranks(_unseg(c), _unseg(p))
@@ -207,6 +226,7 @@ def split_inner(x, pos, neg, dim: int):
     sign split).  When ``pos`` and ``neg`` hold the same blocks wherever ``x`` reaches along ``dim``
     (an affine layer's lower and upper polyhedra are one expression) it is ``inner(x, pos, dim)``:
     one product, no clamps."""
+    x, pos, neg = _real(x), _real(pos), _real(neg)
     if gb.is_segmented(x) or gb.is_segmented(pos) or gb.is_segmented(neg):
         out = seg_ops.split_inner(x, pos, neg, dim, same=pos is neg)
         if out is not NotImplemented:
@@ -233,6 +253,7 @@ def substitute(c, lower: Affine, upper: Affine, dim: int) -> Affine:
     """``sum over dim of c+ * lower + c- * upper`` for PolyExps ``lower``/``upper`` of the summands'
     neurons: ``affine(split_inner(add_dim(c), coeff(lower), coeff(upper), dim), split_inner(c,
     constant(lower), constant(upper), dim))`` -- back-substitution through one layer."""
+    lower, upper = (Affine(_real(e.coeff), e.const) if isinstance(e.coeff, WindowRows) else e for e in (lower, upper))
     r = _rank(c)
     if lower.coeff is not None and upper.coeff is not None and dim % r == r - 1:
         out = seg_ops.substitute(c, lower, upper, lower.coeff, lower.const, upper.coeff, upper.const)
@@ -245,6 +266,7 @@ def substitute(c, lower: Affine, upper: Affine, dim: int) -> Affine:
 def interval_inner(x, lo, hi, dim: int):
     """``(split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim))``: the lower and upper bound of
     ``sum x * v`` over the box ``lo <= v <= hi``, from one centre and one radius product."""
+    x, lo, hi = _real(x), _real(lo), _real(hi)
     if not (gb.is_sparse(x) or gb.is_sparse(lo) or gb.is_sparse(hi)):
         out = seg_ops.interval_inner(x, lo, hi, dim)
         if out is not NotImplemented:
@@ -306,6 +328,11 @@ def inner(a, b, dim: int):
     """``sum over dim of a * b`` for equal-rank operands whose size-1 dimensions broadcast, run as a
     batched matrix product: the last dimension full only in ``a`` is the row dimension, the last full
     only in ``b`` the column dimension, and every other dimension is a (broadcast) batch dimension."""
+    for w, rows in ((a, b), (b, a)):  # a weighted sum over a window: the rows are never gathered
+        if isinstance(rows, WindowRows) and not isinstance(w, WindowRows) and not _is_scalar(w) \
+                and len(w.shape) == 4 and dim % 4 == 2 and w.shape[3] == 1:
+            return rows.weighted(gb.remove_dim(w, 3))
+    a, b = _real(a), _real(b)
     a, b = _align_ranks(_as_float(a, b), _as_float(b, a))
     for x, y in ((a, b), (b, a)):
         if gb.is_segmented(x) or gb.is_segmented(y):
@@ -384,4 +411,5 @@ def host_bool(c) -> bool:
 
 
 def any(a) -> bool:  # noqa: A001 - mirrors cftensor.any
+    a = _real(a)
     return bool(a) if _is_scalar(a) else gb.any(a)

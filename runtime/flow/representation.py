@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
-from cfruntime.tensor import ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, Segmented, SparseTensor
+from cfruntime.tensor import ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, Segmented, SparseTensor
 
 KINDS = ("planned", "gbscr", "dense")
 
@@ -126,6 +126,32 @@ class Representation:
         if self.kind == "planned":
             return Segmented(block.shape, 2, {0: block}, self.dtype, self.device)
         return SparseTensor(block.shape, 0.0, [((0, 0, 0), block)], dtype=self.dtype, device=self.device)
+
+    def pool_weights(self, w: torch.Tensor, spec, start: int, total: int):
+        """``[B, out, total]`` coefficients with ``w[b, i, k]`` at the ``k``-th neuron of the max-pool
+        window of output ``i`` (``spec``: a :class:`~cfruntime.network.graph.MaxPoolSpec` whose input
+        layer starts at ``start``; ``w`` is ``[B, out, K]``, 0 at padding entries): one patches block
+        (a kernel per output position, channel-diagonal) on the input layer, never the dense
+        ``[B, out, in]`` matrix.  ``None`` where the windows are not patches (dilation), or for
+        dense tensors."""
+        if not self.sparse or tuple(spec.dilation) != (1, 1):
+            return None
+        c, ho, wo = spec.out_shape
+        ci, h, wi = spec.in_shape
+        kh, kw = spec.kernel
+        b = w.shape[0]
+        if ci != c or w.shape[-1] != kh * kw:
+            return None
+        core = torch.zeros((b, c, ho, wo, c, kh, kw), dtype=self.dtype, device=self.device)
+        # core[b, ch, oh, ow, ch, i, j] = w[b, (ch, oh, ow), (i, j)]: the diagonal over the two channel dims
+        core.diagonal(dim1=1, dim2=4).copy_(w.to(self.dtype).reshape(b, c, ho, wo, kh, kw).permute(0, 2, 3, 4, 5, 1))
+        block = PatchesBlock(core, (h, wi), tuple(spec.stride), (spec.padding[0], spec.padding[1]))
+        if block.shape != (b, c * ho * wo, ci * h * wi):
+            return None
+        shape = (b, block.shape[1], total)
+        if self.kind == "planned":
+            return Segmented(shape, 2, {start: block}, self.dtype, self.device)
+        return SparseTensor(shape, 0.0, [((0, 0, start), block)], dtype=self.dtype, device=self.device)
 
     def diagonal_weight(self, scale: torch.Tensor):
         """The ``[1, n, n]`` weight matrix ``diag(scale)`` of an affine layer that scales each neuron

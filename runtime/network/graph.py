@@ -148,6 +148,15 @@ class MaxPoolSpec:
     out_shape: tuple[int, int, int]
     index_map: torch.Tensor  # [out_size, kh*kw] int64
 
+    def dense_windows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(index, present)``, both ``[out_size, kh*kw]``: ``index_map`` with every padding entry
+        replaced by the first neuron of its window (so every entry is a neuron) and the mask of the
+        entries that are not padding.  The compiled engine lays a max-pool layer's windows out as one
+        rectangular tensor this way; every list operation of a rule masks the padding out."""
+        present = self.index_map >= 0
+        first = torch.gather(self.index_map, 1, present.to(torch.int64).argmax(dim=1, keepdim=True))
+        return torch.where(present, self.index_map, first), present
+
 
 @dataclass(eq=False)
 class Layer:

@@ -9,15 +9,27 @@ of
 
 * a **gather** stage ``y[i] = scale[i] * x[index[i]] + shift[i]`` -- Sub/Div/
   Mul/Add by constants (mean/std normalisation), BatchNormalization (per
-  channel), Flatten, Reshape, Transpose, Identity, Dropout;
+  channel), Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Identity, Dropout,
+  and Pad (modes constant, reflect, edge: a padded entry has scale 0 and shift
+  the constant, or repeats an input entry; exact);
 * a **dense** stage ``y = W x + b`` -- Gemm (transB/alpha/beta honoured),
-  MatMul (+ Add of a bias in either operand order), AveragePool whose
+  MatMul (+ Add of a bias in either operand order; on several rows, block
+  diagonal, which only a model without a batch dimension has), AveragePool whose
   divisor is not uniform, and a Conv whose kernel covers its whole
   (unpadded) input, i.e. a fully-connected layer written as a Conv (the
   MATLAB-exported ``mnist_nln_*`` nets);
 * a **conv** stage -- Conv (strides, asymmetric pads, dilation, auto_pad;
   group 1 only), AveragePool/GlobalAveragePool with a uniform divisor (as a
-  convolution with a channel-diagonal kernel).
+  convolution with a channel-diagonal kernel).  A constant-0 Pad of the two
+  spatial dimensions right before one becomes its zero padding (the same
+  values).  Before a MaxPool, whose own padding is -inf, such a Pad stays a
+  gather layer whose padded neurons are the constant 0.
+
+Inputs: a symbolic first dimension is the batch dimension (kept apart by
+every op); a first dimension of 1 followed by others is a batch of one; any
+other input (a scalar, a vector, ``[2, 3]``...) has none: the graph is one
+function of that tensor, evaluated as written (VNN-COMP's ``test`` networks;
+VNN-LIB's ``X_i`` index the flattened input).  See ``_Loader.input_shape``.
 
 A new stage is merged into the previous one whenever the result is exact and
 stays in the same form:
@@ -69,6 +81,7 @@ from cfruntime.network.graph import ConvSpec, GatherSpec, Layer, MaxPoolSpec, Ne
 SUPPORTED_OPS = frozenset({
     "Gemm", "MatMul", "Conv", "Relu", "Sigmoid", "Tanh", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Add", "Mul",
     "BatchNormalization", "AveragePool", "GlobalAveragePool", "MaxPool", "Softmax", "Identity", "Dropout", "Constant",
+    "Pad", "Squeeze", "Unsqueeze",
 })
 
 
@@ -132,17 +145,26 @@ class _CStage:
 
 @dataclass(eq=False)
 class _Lin:
+    """A value computed from one layer by pending linear stages.
+
+    ``shape`` is the value's full ONNX shape for one sample: with a batch dimension of size 1 first
+    when ``lead == 1`` (a batched model, or a value made by an op that has one, such as Conv), the
+    plain shape when ``lead == 0`` (a model whose input has no batch dimension).  ``inner`` (the
+    shape without the batch dimension) is the shape of the layer that holds the value.
+    """
+
     src: int  # layer index
-    shape: tuple  # full ONNX shape, batch dim = 1
+    shape: tuple
     stages: list = field(default_factory=list)
+    lead: int = 1
 
     @property
     def inner(self) -> tuple:
-        return tuple(self.shape[1:])
+        return tuple(self.shape[self.lead:])
 
     @property
     def size(self) -> int:
-        return _prod(self.shape[1:])
+        return _prod(self.shape[self.lead:])
 
 
 def _conv_np(x: np.ndarray, kernel: np.ndarray, stride, pads, dilation) -> np.ndarray:
@@ -220,9 +242,12 @@ def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
     path = Path(path)
     if not path.is_file():
         raise NetworkError("no such network file", file=path)
+    from cfruntime import gzio
+
     try:
-        model = onnx.load(str(path))
-    except Exception as e:  # protobuf DecodeError etc.
+        # a gzip-compressed model (VNN-COMP's .onnx.gz) is inflated in memory; a plain one keeps onnx.load (external data)
+        model = onnx.load_from_string(gzio.read_bytes(path)) if gzio.is_gzip(path) else onnx.load(str(path))
+    except Exception as e:  # protobuf DecodeError, corrupt gzip etc.
         raise NetworkError(f"not a valid ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
     return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
 
@@ -286,19 +311,10 @@ class _Loader:
         if len(g.output) != 1:
             raise self.err(f"expected exactly one output, found {len(g.output)}")
         inp = data_inputs[0]
-        dims = inp.type.tensor_type.shape.dim
-        if len(dims) < 2:
-            raise self.err(f"input '{inp.name}' must have a batch dimension and at least one more dimension")
-        if dims[0].HasField("dim_value") and dims[0].dim_value not in (0, 1):
-            raise self.err(f"input '{inp.name}' has a fixed batch size {dims[0].dim_value}; expected 1 or dynamic")
-        shape = []
-        for d in dims[1:]:
-            if not d.HasField("dim_value") or d.dim_value <= 0:
-                raise self.err(f"input '{inp.name}' has a non-static dimension")
-            shape.append(int(d.dim_value))
-        self.layers.append(Layer(index=0, kind="input", shape=tuple(shape), name=inp.name))
+        shape, lead = self.input_shape(inp)
+        self.layers.append(Layer(index=0, kind="input", shape=shape[lead:], name=inp.name))
         self.values.update(inits)
-        self.values[inp.name] = _Lin(0, (1, *shape), [])
+        self.values[inp.name] = _Lin(0, shape, [], lead)
 
         out_name = g.output[0].name
         # only nodes the output depends on
@@ -330,6 +346,40 @@ class _Loader:
             raise self.err("the graph output is not a layer computed from the input")
         return Network(self.layers, source=self.source, notices=self.notices, input_name=inp.name)
 
+    def input_shape(self, inp) -> tuple[tuple, int]:
+        """The data input's ONNX shape for one sample and ``lead`` (1 if its first dimension is the
+        batch dimension, see :class:`_Lin`); sets ``self.dynamic_batch``.
+
+        * a symbolic first dimension (a ``dim_param``, 0 or unset) is the batch dimension: the model
+          runs on any number of samples, so ops must keep it apart (``dynamic_batch``);
+        * a first dimension of 1 followed by more dimensions is a batch of one;
+        * anything else (a scalar, a vector ``[n]``, ``[2, 3]``...) has no batch dimension: the model
+          is one function of that tensor (VNN-COMP's ``test`` networks), which the analysis sees
+          flattened (VNN-LIB's ``X_i`` index the flattened input).
+
+        In the last two cases the graph is evaluated on exactly one input, so ops may reshape across
+        the first dimension.  Every other dimension must be static."""
+        dims = list(inp.type.tensor_type.shape.dim)
+        first_dynamic = bool(dims) and (not dims[0].HasField("dim_value") or dims[0].dim_value <= 0)
+        self.dynamic_batch = first_dynamic
+        shape = []
+        for i, d in enumerate(dims):
+            if i == 0 and first_dynamic:
+                shape.append(1)
+                continue
+            if not d.HasField("dim_value") or d.dim_value <= 0:
+                raise self.err(f"input '{inp.name}' has a non-static dimension (dimension {i})")
+            shape.append(int(d.dim_value))
+        lead = 1 if first_dynamic or (len(shape) >= 2 and shape[0] == 1) else 0
+        return tuple(shape), lead
+
+    def lead_of(self, shape) -> int:
+        """``lead`` of a value of full shape ``shape`` made by a reshaping op: with a symbolic batch
+        the batch dimension stays first; otherwise a leading 1 before more dimensions is one."""
+        if self.dynamic_batch:
+            return 1
+        return 1 if len(shape) >= 2 and shape[0] == 1 else 0
+
     def softmax(self, node, out_name):
         if node.output[0] != out_name:
             raise self.unsupported(node, "Softmax is only supported as the last node")
@@ -348,7 +398,15 @@ class _Loader:
         if key in self.materialized:
             return self.materialized[key][0]
         cur = lin.src
-        for st in lin.stages:
+        stages = []
+        for st in lin.stages:  # a Pad kept apart for a convolution that did not come: merge it now
+            merged = _compose(stages[-1], st) if stages else None
+            if merged is not None:
+                merged.name = stages[-1].name + "," + st.name
+                stages[-1] = merged
+            else:
+                stages.append(st)
+        for st in stages:
             if isinstance(st, _GStage) and st.is_identity():
                 continue
             name = getattr(st, "name", "")
@@ -370,19 +428,21 @@ class _Loader:
         self.materialized[key] = (cur, lin)
         return cur
 
-    def push(self, lin: _Lin, stage, node) -> _Lin:
-        stage.name = self.node_name(node)
+    def push(self, lin: _Lin, stage, node, shape: tuple | None = None, lead: int = 1, name: str | None = None) -> _Lin:
+        """``lin`` followed by ``stage`` (merged into its last stage when exact).  The result has the
+        full ONNX shape ``shape`` (default: a batch of one of the stage's output) and ``lead``.  A zero
+        Pad (``pad_info``) is kept apart so that a convolution after it can take it as its padding."""
+        stage.name = name or self.node_name(node)
         stages = list(lin.stages)
-        if stages:
+        merged = None
+        if stages and getattr(stage, "pad_info", None) is None:
             merged = _compose(stages[-1], stage)
-            if merged is not None:
-                merged.name = stages[-1].name + "," + stage.name
-                stages[-1] = merged
-            else:
-                stages.append(stage)
+        if merged is not None:
+            merged.name = stages[-1].name + "," + stage.name
+            stages[-1] = merged
         else:
             stages.append(stage)
-        return _Lin(lin.src, (1, *stage.out_shape), stages)
+        return _Lin(lin.src, (1, *stage.out_shape) if shape is None else tuple(shape), stages, lead)
 
     # -- helpers -------------------------------------------------------------------------------
     def const(self, node, name, what="input") -> np.ndarray:
@@ -407,11 +467,15 @@ class _Loader:
 
         sc = np.ones(n) if scale is None else bc(scale)
         sh = np.zeros(n) if shift is None else bc(shift)
-        return self.push(lin, _GStage(np.arange(n), sc, sh, n, lin.inner), node)
+        return self.push(lin, _GStage(np.arange(n), sc, sh, n, lin.inner), node, lin.shape, lin.lead)
 
-    def reindex(self, lin: _Lin, node, index: np.ndarray, out_inner: tuple) -> _Lin:
+    def reindex(self, lin: _Lin, node, index: np.ndarray, shape: tuple, lead: int = 1) -> _Lin:
+        """``lin`` with its elements rearranged: ``index`` (any shape) lists, for each element of the
+        result, the flat position it comes from; the result has the full ONNX shape ``shape``."""
         n = index.size
-        return self.push(lin, _GStage(index.reshape(-1).astype(np.int64), np.ones(n), np.zeros(n), lin.size, tuple(out_inner)), node)
+        shape = tuple(int(d) for d in shape)
+        stage = _GStage(index.reshape(-1).astype(np.int64), np.ones(n), np.zeros(n), lin.size, shape[lead:])
+        return self.push(lin, stage, node, shape, lead)
 
     # -- op conversion -------------------------------------------------------------------------
     def convert(self, node):
@@ -453,6 +517,15 @@ class _Loader:
                 return _Const(vals[0].reshape(shape))
             if op == "Transpose":
                 return _Const(np.transpose(vals[0], a.get("perm")))
+            if op in ("Squeeze", "Unsqueeze"):
+                x = np.asarray(vals[0])
+                raw = self.raw_axes(node, a)
+                if op == "Squeeze":
+                    axes = tuple(self.axes_of(node, a, x.ndim, op)) or None
+                    return _Const(np.squeeze(x, axis=axes))
+                for ax in self.axes_of(node, a, x.ndim + len(raw), op):
+                    x = np.expand_dims(x, ax)
+                return _Const(x)
             if op == "MatMul":
                 return _Const(vals[0] @ vals[1])
             if op == "Gemm":
@@ -476,7 +549,7 @@ class _Loader:
         lin = ins[0]
         src = self.materialize(lin)
         idx = self.add_layer(kind, lin.inner, [src], self.node_name(node))
-        return _Lin(idx, lin.shape, [])
+        return _Lin(idx, lin.shape, [], lin.lead)
 
     def op_Relu(self, node, ins, a):
         return self.nonlinear("relu", node, ins)
@@ -496,7 +569,7 @@ class _Loader:
                 return self.elementwise(x, node, scale=2.0)
             px, py = self.materialize(x), self.materialize(y)
             idx = self.add_layer("add", x.inner, [px, py], self.node_name(node))
-            return _Lin(idx, x.shape, [])
+            return _Lin(idx, x.shape, [], x.lead)
         lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
         return self.elementwise(lin, node, shift=c)
 
@@ -526,16 +599,20 @@ class _Loader:
 
     def op_Flatten(self, node, ins, a):
         lin = ins[0]
+        rank = len(lin.shape)
         axis = a.get("axis", 1)
         if axis < 0:
-            axis += len(lin.shape)
-        if axis != 1:
+            axis += rank
+        if self.dynamic_batch and axis != 1:
             raise self.unsupported(node, f"Flatten axis {a.get('axis')} (only axis 1 keeps the batch)")
-        if self.hwc_flatten and len(lin.shape) == 4:
+        if not 0 <= axis <= rank:
+            raise self.err(f"Flatten '{self.node_name(node)}': axis {a.get('axis')} on a rank-{rank} tensor")
+        shape = (_prod(lin.shape[:axis]), _prod(lin.shape[axis:]))
+        if self.hwc_flatten and rank == 4 and axis == 1:
             self.hwc_flatten = False  # first 4-D Flatten only
-            index = np.arange(lin.size).reshape(lin.inner).transpose(1, 2, 0)
-            return self.reindex(lin, node, index, (lin.size,))
-        return self.reindex(lin, node, np.arange(lin.size), (lin.size,))
+            index = np.arange(lin.size).reshape(lin.shape[1:]).transpose(1, 2, 0)
+            return self.reindex(lin, node, index, shape, self.lead_of(shape))
+        return self.reindex(lin, node, np.arange(lin.size), shape, self.lead_of(shape))
 
     def op_Reshape(self, node, ins, a):
         lin = ins[0]
@@ -545,22 +622,131 @@ class _Loader:
             shape = list(a.get("shape", []))
         allowzero = a.get("allowzero", 0)
         shape = [lin.shape[i] if (d == 0 and not allowzero and i < len(lin.shape)) else d for i, d in enumerate(shape)]
+        return self.reshaped(lin, node, shape, f"Reshape to {list(shape)}")
+
+    def reshaped(self, lin: _Lin, node, shape, what: str) -> _Lin:
+        """``lin`` read in the new full shape ``shape`` (``-1`` allowed); with a symbolic batch the
+        first dimension must stay the batch of one."""
         try:
             new = np.empty(lin.shape, dtype=np.int8).reshape(shape).shape
         except ValueError:
-            raise self.unsupported(node, f"cannot reshape {lin.shape} to {shape}") from None
-        if len(new) < 1 or new[0] != 1:
-            raise self.unsupported(node, f"Reshape to {list(shape)} does not keep the batch dimension")
-        return self.reindex(lin, node, np.arange(lin.size), tuple(new[1:]))
+            raise self.unsupported(node, f"cannot reshape {lin.shape} to {list(shape)}") from None
+        if self.dynamic_batch and (len(new) < 1 or new[0] != 1):
+            raise self.unsupported(node, f"{what} does not keep the batch dimension")
+        return self.reindex(lin, node, np.arange(lin.size), new, self.lead_of(new))
+
+    def raw_axes(self, node, a) -> list[int]:
+        """The ``axes`` of Squeeze/Unsqueeze as written (an input since opset 13, an attribute before)."""
+        if len(node.input) > 1 and node.input[1]:
+            return [int(x) for x in np.asarray(self.const(node, node.input[1], "axes")).reshape(-1).tolist()]
+        return [int(x) for x in (a.get("axes") or [])]
+
+    def axes_of(self, node, a, rank: int, what: str) -> list[int]:
+        """The ``axes`` of Squeeze/Unsqueeze made non-negative for a result/operand of rank ``rank``."""
+        axes = self.raw_axes(node, a)
+        out = sorted(x + rank if x < 0 else x for x in axes)
+        if any(not 0 <= x < rank for x in out) or len(set(out)) != len(out):
+            raise self.err(f"{what} '{self.node_name(node)}': bad axes {axes} for rank {rank}")
+        return out
+
+    def op_Unsqueeze(self, node, ins, a):
+        lin = ins[0]
+        axes = self.axes_of(node, a, len(lin.shape) + len(self.raw_axes(node, a)), "Unsqueeze")
+        shape, it = [], iter(lin.shape)
+        for i in range(len(lin.shape) + len(axes)):
+            shape.append(1 if i in axes else next(it))
+        return self.reshaped(lin, node, shape, f"Unsqueeze at axes {axes}")
+
+    def op_Squeeze(self, node, ins, a):
+        lin = ins[0]
+        axes = self.axes_of(node, a, len(lin.shape), "Squeeze")
+        if not axes:
+            axes = [i for i, d in enumerate(lin.shape) if d == 1 and not (self.dynamic_batch and i == 0)]
+        if any(lin.shape[i] != 1 for i in axes):
+            raise self.err(f"Squeeze '{self.node_name(node)}': an axis of {axes} has a size other than 1 in {lin.shape}")
+        shape = [d for i, d in enumerate(lin.shape) if i not in axes]
+        return self.reshaped(lin, node, shape, f"Squeeze of axes {axes}")
 
     def op_Transpose(self, node, ins, a):
         lin = ins[0]
         perm = list(a.get("perm", list(range(len(lin.shape)))[::-1]))
-        if len(perm) != len(lin.shape) or perm[0] != 0:
+        if sorted(perm) != list(range(len(lin.shape))):
+            raise self.err(f"Transpose '{self.node_name(node)}': perm {perm} for a rank-{len(lin.shape)} tensor")
+        if self.dynamic_batch and perm[0] != 0:
             raise self.unsupported(node, f"Transpose perm {perm} moves the batch dimension")
-        inner = [p - 1 for p in perm[1:]]
-        index = np.arange(lin.size).reshape(lin.inner).transpose(inner)
-        return self.reindex(lin, node, index, index.shape)
+        index = np.arange(lin.size).reshape(lin.shape).transpose(perm)
+        return self.reindex(lin, node, index, index.shape, self.lead_of(index.shape))
+
+    def op_Pad(self, node, ins, a):
+        """Pad (modes constant, reflect and edge): every element of the result is an element of the
+        input or the constant, so it is a gather stage (scale 0 and shift ``value`` where padded),
+        exact for any value.  A constant-0 pad of the two spatial dimensions of an NCHW tensor is
+        kept apart so that a following Conv or AveragePool takes it as its own zero padding; before a
+        MaxPool (whose padding is -inf, not 0) it becomes an affine layer whose padded neurons are
+        the constant 0."""
+        lin = ins[0]
+        rank = len(lin.shape)
+        mode = a.get("mode", b"constant")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        if len(node.input) > 1 and node.input[1]:
+            pads = np.asarray(self.const(node, node.input[1], "pads")).astype(np.int64).reshape(-1).tolist()
+        elif "pads" in a:
+            pads = [int(p) for p in a["pads"]]
+        else:
+            raise self.unsupported(node, "no pads")
+        value = float(a.get("value", 0.0))
+        if len(node.input) > 2 and node.input[2]:
+            v = np.asarray(self.const(node, node.input[2], "constant_value"), dtype=np.float64).reshape(-1)
+            if v.size != 1:
+                raise self.unsupported(node, f"constant_value of {v.size} elements")
+            value = float(v[0])
+        if len(node.input) > 3 and node.input[3]:
+            axes = np.asarray(self.const(node, node.input[3], "axes")).astype(np.int64).reshape(-1).tolist()
+            axes = [x + rank if x < 0 else x for x in axes]
+        else:
+            axes = list(range(rank))
+        if len(pads) != 2 * len(axes) or any(not 0 <= x < rank for x in axes):
+            raise self.err(f"Pad '{self.node_name(node)}': {len(pads)} pads for axes {axes} of a rank-{rank} tensor")
+        if mode not in ("constant", "reflect", "edge"):
+            raise self.unsupported(node, f"mode '{mode}' (constant, reflect and edge are supported)")
+        if not np.isfinite(value):
+            raise self.unsupported(node, f"constant value {value}")
+        before, after = [0] * rank, [0] * rank
+        for i, x in enumerate(axes):
+            before[x], after[x] = int(pads[i]), int(pads[i + len(axes)])
+        if any(p < 0 for p in before + after):
+            raise self.unsupported(node, f"negative pads {pads} (cropping)")
+        if lin.lead == 1 and (before[0] or after[0]):
+            raise self.unsupported(node, "pads on the batch dimension")
+        if mode == "reflect" and any((b or e) and max(b, e) >= d for b, e, d in zip(before, after, lin.shape)):
+            raise self.unsupported(node, f"reflect pads {pads} as large as the padded dimension of {lin.shape}")
+        index = np.arange(lin.size).reshape(lin.shape)
+        width = list(zip(before, after))
+        if mode == "constant":
+            index = np.pad(index, width, mode="constant", constant_values=-1)
+        else:
+            index = np.pad(index, width, mode=mode)  # numpy's reflect/edge are ONNX's
+        flat = index.reshape(-1)
+        fill = flat < 0
+        shape = tuple(int(d) for d in index.shape)
+        stage = _GStage(np.where(fill, 0, flat).astype(np.int64), np.where(fill, 0.0, 1.0), np.where(fill, value, 0.0),
+                        lin.size, shape[lin.lead:])
+        spatial = rank == 4 and lin.lead == 1 and not any(before[:2] + after[:2])
+        if mode == "constant" and value == 0.0 and spatial and any(before + after):
+            stage.pad_info = (tuple(lin.shape[1:]), (before[2], before[3], after[2], after[3]))
+        return self.push(lin, stage, node, shape, lin.lead)
+
+    def fold_zero_pad(self, lin: _Lin, pads: tuple) -> tuple[_Lin, tuple, str | None]:
+        """If ``lin`` ends in a spatial constant-0 Pad (:meth:`op_Pad`), the value before it, ``pads``
+        (a convolution's own ``(top, left, bottom, right)``) plus the Pad's, and the Pad's name: a
+        convolution of the padded tensor is the convolution of the tensor with that zero padding."""
+        st = lin.stages[-1] if lin.stages else None
+        info = getattr(st, "pad_info", None)
+        if info is None:
+            return lin, pads, None
+        in_shape, extra = info
+        base = _Lin(lin.src, (1, *in_shape), lin.stages[:-1], 1)
+        return base, tuple(int(p + q) for p, q in zip(pads, extra)), st.name
 
     def op_BatchNormalization(self, node, ins, a):
         lin = ins[0]
@@ -590,26 +776,40 @@ class _Loader:
             Bm = Bm.T
         if Bm.ndim != 2 or Bm.shape[0] != A.shape[1]:
             raise self.err(f"Gemm '{self.node_name(node)}': weight of shape {B.value.shape} does not fit input {A.shape}")
-        n_out = Bm.shape[1]
+        rows, n_out = A.shape[0], Bm.shape[1]
         W = alpha * Bm.T
-        b = np.zeros(n_out)
+        b = np.zeros((rows, n_out))
         if C is not None:
             if isinstance(C, _Lin):
                 raise self.unsupported(node, "data-dependent C operand")
             try:
-                b = beta * np.broadcast_to(np.asarray(C.value, dtype=np.float64), (1, n_out)).reshape(-1)
+                b = beta * np.broadcast_to(np.asarray(C.value, dtype=np.float64), (rows, n_out))
             except ValueError:
                 raise self.err(f"Gemm '{self.node_name(node)}': bias of shape {C.value.shape} does not fit {n_out} outputs") from None
-        return self.push(A, _DStage(W, b.copy(), (n_out,)), node)
+        return self.rowwise(A, node, W, b, (rows, n_out))
+
+    def rowwise(self, x: _Lin, node, W: np.ndarray, b: np.ndarray, shape: tuple) -> _Lin:
+        """``y[r] = W x[r] + b[r]`` for every row ``r`` of ``x`` (all dimensions but the last), full
+        result shape ``shape``: one dense stage (block diagonal when there are several rows, which
+        only a model without a batch dimension can have)."""
+        rows = _prod(shape[:-1])
+        b = np.asarray(b, dtype=np.float64).reshape(-1)
+        if rows > 1:
+            if rows * W.shape[0] * rows * W.shape[1] > 1 << 26:
+                raise self.unsupported(node, f"a product over {rows} rows of shape {x.shape} (too large to unroll)")
+            W = np.kron(np.eye(rows), W)
+        lead = x.lead if len(shape) == len(x.shape) else self.lead_of(shape)
+        return self.push(x, _DStage(W, b.copy(), tuple(shape[lead:])), node, shape, lead)
 
     def op_MatMul(self, node, ins, a):
         x, w = ins
         if not isinstance(x, _Lin) or isinstance(w, _Lin):
             raise self.unsupported(node, "only data @ constant is supported")
         Wm = np.asarray(w.value, dtype=np.float64)
-        if len(x.shape) != 2 or Wm.ndim != 2 or Wm.shape[0] != x.shape[1]:
+        if len(x.shape) < 1 or Wm.ndim != 2 or Wm.shape[0] != x.shape[-1]:
             raise self.unsupported(node, f"MatMul of shapes {x.shape} and {Wm.shape}")
-        return self.push(x, _DStage(Wm.T.copy(), np.zeros(Wm.shape[1]), (Wm.shape[1],)), node)
+        shape = tuple(x.shape[:-1]) + (Wm.shape[1],)
+        return self.rowwise(x, node, Wm.T.copy(), np.zeros(_prod(shape)), shape)
 
     # -- spatial ops -----------------------------------------------------------------------------
     def spatial_params(self, node, a, in_hw, kernel):
@@ -647,12 +847,12 @@ class _Loader:
         x = ins[0]
         if not isinstance(x, _Lin) or any(isinstance(v, _Lin) for v in ins[1:]):
             raise self.unsupported(node, "data-dependent weights")
-        if len(x.shape) != 4:
-            raise self.unsupported(node, f"Conv on a rank-{len(x.shape)} tensor (only 2-D convolutions)")
+        if len(x.shape) != 4 or x.shape[0] != 1:
+            raise self.unsupported(node, f"Conv on a tensor of shape {list(x.shape)} (only 2-D convolutions of one sample)")
         K = np.asarray(self.const(node, node.input[1], "weight"), dtype=np.float64)
         if a.get("group", 1) != 1:
             raise self.unsupported(node, f"group={a.get('group')} (grouped convolutions are not supported)")
-        C, H, W = x.inner
+        C, H, W = x.shape[1:]
         if K.ndim != 4 or K.shape[1] != C:
             raise self.err(f"Conv '{self.node_name(node)}': kernel of shape {K.shape} does not fit input {x.shape}")
         kernel = tuple(a.get("kernel_shape", K.shape[2:]))
@@ -668,13 +868,15 @@ class _Loader:
             # (MATLAB exports, e.g. the mnist_nln_* nets): keep it dense so it merges like a Gemm
             return self.push(x, _DStage(K.reshape(O, C * H * W).copy(), bias.copy(), (O, 1, 1)), node)
         bias_full = np.repeat(bias, oh * ow)
-        return self.push(x, _CStage(K, bias_full, stride, pads, dil, (C, H, W), (O, oh, ow)), node)
+        x, pads, pad_name = self.fold_zero_pad(x, pads)
+        name = f"{pad_name},{self.node_name(node)}" if pad_name else None
+        return self.push(x, _CStage(K, bias_full, stride, pads, dil, tuple(x.shape[1:]), (O, oh, ow)), node, name=name)
 
     def windows(self, node, a, lin: _Lin, kernel):
         """For each output position: input flat indices (-1 = padding) and whether each is inside the padded extent."""
-        if len(lin.shape) != 4:
-            raise self.unsupported(node, f"pooling on a rank-{len(lin.shape)} tensor")
-        C, H, W = lin.inner
+        if len(lin.shape) != 4 or lin.shape[0] != 1:
+            raise self.unsupported(node, f"pooling on a tensor of shape {list(lin.shape)} (only 2-D pooling of one sample)")
+        C, H, W = lin.shape[1:]
         stride, dil, pads, (oh, ow) = self.spatial_params(node, a, (H, W), kernel)
         kh, kw = kernel
         hs = np.arange(oh)[:, None] * stride[0] - pads[0] + np.arange(kh)[None, :] * dil[0]  # [oh, kh]
@@ -701,7 +903,7 @@ class _Loader:
         if not np.all(valid.any(axis=1)):
             raise self.err(f"MaxPool '{self.node_name(node)}': a window lies entirely in the padding")
         src = self.materialize(lin)
-        spec = MaxPoolSpec(kernel, stride, pads, dil, lin.inner, out_shape, torch.from_numpy(idx.astype(np.int64)))
+        spec = MaxPoolSpec(kernel, stride, pads, dil, tuple(lin.shape[1:]), out_shape, torch.from_numpy(idx.astype(np.int64)))
         li = self.add_layer("maxpool", out_shape, [src], self.node_name(node), maxpool=spec)
         return _Lin(li, (1, *out_shape), [])
 
@@ -712,12 +914,16 @@ class _Loader:
         count = (inpad if a.get("count_include_pad", 0) else valid).sum(axis=1)
         if np.any(count == 0):
             raise self.err(f"AveragePool '{self.node_name(node)}': empty window")
-        C = lin.inner[0]
+        C = lin.shape[1]
         kk = kernel[0] * kernel[1]
         if np.all(count == kk):  # uniform divisor: a convolution with a channel-diagonal kernel
             K = np.zeros((C, C, *kernel))
             K[np.arange(C), np.arange(C)] = 1.0 / kk
-            return self.push(lin, _CStage(K, np.zeros(_prod(out_shape)), stride, pads, dil, lin.inner, out_shape, from_pool=True), node)
+            # a zero Pad before it: the padded zeros count in every window (divisor kk), as conv padding
+            lin, pads, pad_name = self.fold_zero_pad(lin, pads)
+            name = f"{pad_name},{self.node_name(node)}" if pad_name else None
+            stage = _CStage(K, np.zeros(_prod(out_shape)), stride, pads, dil, tuple(lin.shape[1:]), out_shape, from_pool=True)
+            return self.push(lin, stage, node, name=name)
         n_out = idx.shape[0]
         Wd = np.zeros((n_out, lin.size))
         rows = np.repeat(np.arange(n_out), idx.shape[1])
@@ -728,6 +934,6 @@ class _Loader:
 
     def op_GlobalAveragePool(self, node, ins, a):
         lin = ins[0]
-        if len(lin.shape) != 4:
-            raise self.unsupported(node, f"on a rank-{len(lin.shape)} tensor")
-        return self.op_AveragePool(node, ins, {}, kernel=lin.inner[1:])
+        if len(lin.shape) != 4 or lin.shape[0] != 1:
+            raise self.unsupported(node, f"on a tensor of shape {list(lin.shape)}")
+        return self.op_AveragePool(node, ins, {}, kernel=lin.shape[2:])

@@ -53,6 +53,24 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @tanh_upper(%n: !cf.neuron) -> !cf.polyexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @mp_top(%t: !cf.float, %n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mp_rest(%t: !cf.float, %floor: !cf.float, %n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mp_u2(%ps: !cf.list<!cf.neuron>) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mp_dom(%t1: !cf.float, %t2: !cf.float, %n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mp_sel(%ps: !cf.list<!cf.neuron>) -> !cf.list<!cf.float> {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.list<!cf.float>
+// CHECK: cf.func @mp_dominated(%ps: !cf.list<!cf.neuron>) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @mp_ge(%t: !cf.float, %n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mp_low(%ps: !cf.list<!cf.neuron>) -> !cf.list<!cf.float> {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.list<!cf.float>
+// CHECK: cf.func @mp_avg(%ps: !cf.list<!cf.neuron>, %w: !cf.list<!cf.float>) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.transformer @crownibp {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -63,6 +81,8 @@
 // CHECK: Tanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Neuron_add(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @crownibp
 // CHECK-NEXT: }

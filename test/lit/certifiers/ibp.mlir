@@ -30,5 +30,7 @@
 // CHECK: cf.return
 // CHECK: Neuron_add(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
 // CHECK: cf.return
+// CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
+// CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @ibp
 // CHECK-NEXT: }
