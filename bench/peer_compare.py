@@ -101,6 +101,11 @@ def _timed(run_batch, batches, device, repeat: int) -> tuple[float, list]:
     return best, outs
 
 
+#: whether our float32 bounds are widened to hold despite rounding (cfruntime.flow.widening; on by
+#: default, as in cf-run; auto_LiRPA's are not: ``--widen off`` compares like with like)
+WIDEN = True
+
+
 class Ours:
     """The compiled certifier on the problem's boxes (margin layer per batch made beforehand)."""
 
@@ -118,7 +123,8 @@ class Ours:
         from cfruntime.flow.engine import run_certifier
 
         mnet, lb, ub = self.work[b[0]]
-        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device, graph=graph).lower
+        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device, graph=graph,
+                             widen=WIDEN).lower
 
 
 class Peer:
@@ -272,6 +278,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n", type=int, default=None, help="images per row (default: the row's)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--widen", choices=("on", "off"), default="on",
+                    help="our float32 bounds widened against rounding (default on, as cf-run; auto_LiRPA's are not)")
     ap.add_argument("--dense-reference-max", type=int, default=DENSE_REFERENCE_MAX_NEURONS,
                     help="compare DeepPoly's margins with auto_LiRPA's dense-intermediate run on nets with at most "
                          f"this many neurons (default {DENSE_REFERENCE_MAX_NEURONS}; its memory is quadratic in them)")
@@ -297,12 +305,14 @@ def main() -> int:
     # engine switches it off for its own runs; auto_LiRPA would otherwise run faster and coarser)
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
     device = torch.device(args.device)
+    global WIDEN
+    WIDEN = args.widen == "on"
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     certifiers = args.certifiers.split(",")
     name = f"peer_compare{'_cuda' if device.type == 'cuda' else ''}{'_fixed_malloc' if args.malloc == 'fixed' else ''}.json"
     out = Path(args.out) if args.out else REPO / "bench" / "results" / name
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
-    results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False,
+    results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False, "widened": WIDEN,
                "repeat": args.repeat, "torch": torch.__version__,
                "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults", "runs": []}
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")

@@ -22,6 +22,7 @@ import torch
 from cfruntime import contract
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt
+from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
 from cfruntime.flow.representation import Representation
 from cfruntime.flow.store import ShapeStore
@@ -117,7 +118,8 @@ class EngineResult:
 
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
-                  representation: str | None = None, graph: bool | None = None) -> EngineResult:
+                  representation: str | None = None, graph: bool | None = None,
+                  widen: bool | None = None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -132,7 +134,18 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
     as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels.
     TensorFloat-32 is switched off for the run: on CUDA, cuDNN convolutions use it by default, and
-    its 10-bit mantissa moves float32 bounds by ~1e-3 relative, far more than float32 rounding."""
+    its 10-bit mantissa moves float32 bounds by ~1e-3 relative, far more than float32 rounding.
+
+    ``widen`` (default: on for float32/float16/bfloat16, off for float64): make every stored bound
+    hold for the real-valued network despite rounding -- the input box cast outward, every layer's
+    bounds and expressions widened by a rigorous bound of the rounding errors they (and later
+    concretisations and substitutions through them) incur (:mod:`cfruntime.flow.widening`).
+    ``widen=False`` gives the raw low-precision bounds (for measuring the widening's cost);
+    ``widen=True`` in float64 gives rigorous float64 bounds (off by default there: float64 bounds are
+    compared bit for bit with the reference interpreter's, and their rounding, ~1e-13 relative, is
+    far below float32's)."""
+    if widen is None:
+        widen = widening.widened(dtype)
     if representation is None:
         representation = "dense" if not sparse else ("planned" if cert.layer_granular else "gbscr")
     device = torch.device(device)
@@ -142,13 +155,20 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
         from cfruntime.flow.graphs import graphed_bounds
 
         b = lb.shape[0]
-        dlb = lb.reshape(b, -1).to(device=device, dtype=dtype)
-        dub = ub.reshape(b, -1).to(device=device, dtype=dtype)
-        out = graphed_bounds(run_certifier, cert, network, dlb, dub, dtype, representation)
+        dlb, dub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, device, widen)
+        out = graphed_bounds(lambda *a, **kw: run_certifier(*a, widen=widen, **kw), cert, network, dlb, dub, dtype,
+                             representation, widen)
         if out is not None:
             return EngineResult(out[0], out[1], None)
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        return _run(cert, network, lb, ub, representation, dtype, device)
+        return _run(cert, network, lb, ub, representation, dtype, device, widen)
+
+
+def _box(lb, ub, dtype, device, widen: bool):
+    """The boxes in ``dtype`` on ``device``: rounded outward when widening, else cast to nearest."""
+    if widen:
+        return widening.box_to_dtype(lb, ub, dtype, device)
+    return lb.to(device=device, dtype=dtype), ub.to(device=device, dtype=dtype)
 
 
 @contextlib.contextmanager
@@ -173,24 +193,37 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
+def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
-    lb = lb.reshape(b, -1).to(dtype).to(rep.device)
-    ub = ub.reshape(b, -1).to(dtype).to(rep.device)
+    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
+    box, bias_errors = (lb, ub), None
+    if widen and widening.can_centre(network):
+        # analysed in coordinates centred on the box (see cfruntime.flow.widening, section 0)
+        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype)
     layers = network.layers
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND.get(layer.kind)
         if op is None or op not in cert.rules:
             raise EngineError(f"certifier '{cert.name}' has no rule for '{op or layer.kind}' (layer {layer.index})")
+    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
+    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
+    if lo_name is None or hi_name is None:
+        raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
     members = cert.members
     store = ShapeStore(members, [l.size for l in layers], b, rep)
     n0 = layers[0].size
     has_sym = any(letter == "S" for _, letter, _ in members)
     sym = n0 if has_sym else 0
+    wide = out_of_memory_at(lambda: widening.Widening(cert, network, rep, b, bias_errors), 0, "input", b,
+                            rep.device) if widen else None
+    inits = {}
     for name, letter, role in members:
-        init = out_of_memory_at(lambda: _initial(letter, role, name, lb, ub, rep, cert.name), 0, "input", b, rep.device)
-        store.put(0, name, init)
+        inits[name] = out_of_memory_at(lambda: _initial(letter, role, name, lb, ub, rep, cert.name), 0, "input", b, rep.device)
+    if wide is not None:
+        inits = out_of_memory_at(lambda: wide.input(inits, n0), 0, "input", b, rep.device)
+    for name, _, _ in members:
+        store.put(0, name, inits[name])
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
@@ -200,8 +233,11 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
         failed = None
         try:
             values = cert.rules[op](rt, ctx)
-            for (name, letter, _), v in zip(members, values):
-                store.put(layer.index, name, _materialise(v, letter, b, layer.size, rep))
+            mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
+            if wide is not None:
+                mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+            for name, _, _ in members:
+                store.put(layer.index, name, mats[name])
         except Exception as exc:  # an allocation failure becomes a located, retryable error
             if not _is_out_of_memory(exc):
                 raise
@@ -213,12 +249,11 @@ def _run(cert, network, lb, ub, representation, dtype, device) -> EngineResult:
         for k in last_reader.get(layer.index, ()):  # no later rule reads them: free the expressions
             store.release(k, freeable)
     last = layers[-1].index
-    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
-    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
-    if lo_name is None or hi_name is None:
-        raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
     lower = gb.to_dense(store.get(last, lo_name))
     upper = gb.to_dense(store.get(last, hi_name))
+    if bias_errors is not None:  # the input layer's reported bounds: the box, not its centred version
+        store.put(0, lo_name, box[0])
+        store.put(0, hi_name, box[1])
     return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store)
 
 

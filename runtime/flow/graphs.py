@@ -81,20 +81,21 @@ class _Graph:
         return self.lower.clone(), self.upper.clone()
 
 
-def _key(cert, network: Network, lb, dtype, representation) -> tuple:
+def _key(cert, network: Network, lb, dtype, representation, widen: bool = True) -> tuple:
     parts = []
     for l in network.layers:
         if l.kind == "affine" and l.batched:
             parts.append(("batched", tuple(l.weight.shape)))
         else:
             parts.append((l.kind, tuple(l.shape), id(l.weight), id(l.bias), id(l.conv), id(l.gather)))
-    return (id(cert), tuple(parts), tuple(lb.shape), str(lb.device), dtype, representation)
+    return (id(cert), tuple(parts), tuple(lb.shape), str(lb.device), dtype, representation, widen)
 
 
-def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation):
+def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation, widen: bool = True):
     """``(lower, upper)`` of the last layer by replaying the certification's CUDA graph (captured on
-    first use); None when it cannot be captured (the caller runs the eager engine)."""
-    key = _key(cert, network, lb, dtype, representation)
+    first use); None when it cannot be captured (the caller runs the eager engine).  ``widen``: whether
+    ``run`` widens low-precision bounds (:mod:`cfruntime.flow.widening`; part of the graph's key)."""
+    key = _key(cert, network, lb, dtype, representation, widen)
     if key not in _GRAPHS:
         if len(_GRAPHS) >= _MAX_GRAPHS:
             _release(_GRAPHS.pop(next(iter(_GRAPHS))))

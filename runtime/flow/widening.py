@@ -1,0 +1,627 @@
+"""Sound concrete bounds in low precision: outward widening of what a float32 run stores.
+
+A certifier's proof of soundness is in real arithmetic.  Run in float32 (unit roundoff
+``u = 2**-24``) every sum, product and quotient is rounded, and a stored lower bound can end up a
+few 1e-6 *above* the true minimum of its neuron (PGD finds such points on real networks).  This
+module makes every stored float32 bound of a shipped certifier hold for the real-valued network:
+the engine (:func:`cfruntime.flow.engine.run_certifier`) calls :class:`Widening` for every layer it
+stores, in float32/float16/bfloat16 runs only; float64 runs never reach it (bit for bit unchanged).
+
+Rounding model
+--------------
+IEEE round to nearest, no TF32 (the engine switches it off), no underflow (an absolute ``eta`` is
+added to every widening for the rest).  For a sum of products with at most ``n`` non-zero summands,
+in *any* order (blocked, pairwise, FMA, split-K: every BLAS, GEMM-based or direct convolution
+kernel), the classical bound (Higham, *Accuracy and Stability of Numerical Algorithms*, 3.1, 3.5)::
+
+    |fl(sum_i a_i x_i) - sum_i a_i x_i| <= gamma(n) sum_i |a_i| |x_i|,   gamma(n) = n u / (1 - n u)
+
+(a zero summand rounds nothing: ``n`` counts non-zero ones, so a convolution's sums are as long as
+its kernel, a diagonal's are one term).  ``sigmoid``/``tanh`` are taken to be within 4 ulp (torch's
+kernels are within 1-3).  Winograd/FFT convolutions (cuDNN may pick them on CUDA) are outside the
+model.
+
+The error analysis (``m_j = max(|l_j|, |u_j|)``, the magnitude of layer ``j``'s *stored*, already
+widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers)
+-----------------------------------------------------------------------------------------------
+0. **Input.**  The boxes are rounded outward to the dtype (:func:`box_to_dtype`).  The engine then
+   analyses the network in coordinates centred on the box, ``x = x0 + d`` (:func:`centre_input`):
+   ``x0`` (a float32 number) goes into the first layers' biases, ``b' = b + W x0``, computed in
+   float64, and the analysis sees ``|d| <= eps`` instead of ``|x| ~ 1``.  Rounding errors are
+   relative to magnitudes, so this alone shrinks the dominant error (sums over the input) by
+   ``|x| / eps`` (~250x on CIFAR at eps 0.002).  ``b'`` is rounded to float32: ``u |b'|`` plus
+   ``gamma_64(fan-in + 1) (rowsum|W| max|x0| + |b|)`` for its float64 computation.
+
+1. **Concretisation against stored Float bounds** (IBP's interval products, a stopped traverse's
+   ``map(simplify_lower)``): ``sum_p c_p^+ l_p + c_p^- u_p`` over the ``<= n_j`` neurons of the layer
+   the expression lives on errs by ``<= gamma(n_j + .) sum_p |c_p| m_p``.  It is *pre-charged*:
+   layer ``j``'s stored bounds are widened by ``rho_pre(j) m_j`` more than they need, and since
+   ``sum_p c_p^+ (l_p - w_p) + c_p^- (u_p + w_p) = sum_p (c_p^+ l_p + c_p^- u_p) - sum_p |c_p| w_p``,
+   every later concretisation against them subtracts ``rho_pre(j) sum_p |c_p| m_p``: its own rounding
+   error, whatever code computes it.  (On a chain network every concretisation of the shipped
+   certifiers is over one layer -- ``prev.dot(W)`` or a traverse stopped on one layer -- so ``n_j`` is
+   that layer's size; on other graphs the network's neuron count.)
+
+2. **Back-substitution.**  A traverse step replaces the summands ``c . v_k`` of layer ``k`` by
+   ``c^+ L_k + c^- U_k``.  New coefficient ``(r, p)``: ``sum_i c_ri L_k[i, p]``, at most
+   ``col(L_k, p)`` non-zero terms (one for an activation's diagonal, ``C_out ceil(kh/sh) ceil(kw/sw)``
+   for a convolution, ``n_k`` for a dense matrix); new constant: a sum over ``n_k`` terms.  Evaluated
+   at the true values (``|v_p| <= m_p``) the step errs by ``<= |c| . omega_k`` with ``omega_k =
+   sum_p gamma(col + .) |L_k[., p]| m_p + gamma(n_k + .) |const(L_k)|`` (doubled, with ``|L| + |U|``,
+   where the kernels form ``c U + c^+ (L - U)``).  It is pre-charged too: the stored constants are
+   moved outward, ``const(L_k) -= omega_k``, ``const(U_k) += omega_k``, and ``c^+ (const(L) - omega) +
+   c^- (const(U) + omega) = ... - |c| . omega``: every substitution through layer ``k`` subtracts its
+   own rounding error.  The claim ``z >= e(v)`` thus holds exactly, in real arithmetic, for the float
+   expression ``e`` the traverse holds at every step (its coefficients being the computed ones).  The
+   ``<= S`` additions of one coefficient or constant across a traverse's steps add ``S`` to every
+   count; the initial constant (the bias) is charged ``gamma(S + 2) |b|`` on the layer itself.  The
+   input layer's polyhedra are its box (constants only): the last step of a full back-substitution
+   *is* the concretisation against the input, charged the same way.
+
+3. **Zonotopes.**  ``Z_k = W (x) Z_{k-1} + b`` errs per noise symbol by ``gamma(fan-in) |W| |Z_{k-1}|``,
+   i.e. at any ``eps`` by ``<= |W| (gamma(fan-in + 2) Mag(Z_{k-1})) + gamma(.) |b|``, ``Mag(Z) =
+   rowsum|coeff| + |const|``: a per-neuron *slack*, ``v_k in Z_k(eps) + [-s_k, s_k]``, carried through
+   layers without fresh noise symbols (through ``|W|``) and absorbed at layers that make one fresh
+   symbol per neuron (every shipped activation rule; the input's generators): the fresh coefficient
+   ``a_i`` becomes ``a_i + sign(a_i) s_i`` (symbol ``i`` occurs in neuron ``i`` only, so the new
+   zonotope contains the old one plus the slack).  A zonotope's concretisation ``const -/+ sum |coeff|``
+   errs by ``<= gamma(K) rowsum|coeff| + gamma(4) |const|`` (``K`` the longest sum over noise symbols).
+   A rule may build its zonotope from its own (not yet widened) bounds (zid's box zonotope), so the
+   slack is the layer's whole Float widening, which covers the composition slack too.
+
+4. **Relaxation construction** (ReLU's ``u/(u-l)``, the S-curves' chords and tangents, DeepZ's
+   ``lambda``/``mu``, zid's box zonotope, reusecert's ``lambda n[U]``) errs by ``<= gamma(32) (Mag(new)
+   + m_k + 2 m_pred)`` (:meth:`Widening.construction_error` has the derivations).
+
+5. **Weights.**  A layer whose float64 weights or bias do not survive the cast (a folded
+   normalisation, the margin layer ``C W``, a centred bias) is not the network's own: the difference
+   is ``<= u (|W| m_pred + |b|)``, added to the layer's bounds and expressions.
+
+6. **Last operations** (``+ bias``, ``sigmoid(l)``, DeepZ's closed forms, ``max`` of two bounds, the
+   widening's own subtraction) err relative to the result: ``gamma(16) m~`` (``m~`` the rule's
+   magnitude).
+
+Every quantity above is itself computed in float (a sum of at most ``K_max`` terms), so every
+widening is multiplied by ``SAFETY = 1 + 2 gamma(K_max + 16)``.
+
+Cost: per layer a few elementwise operations on ``[B, n]`` tensors, one ``|coeff| . m`` product per
+stored polyhedron pair (``|W|`` is memoised for weights) and one ``|coeff|`` row sum per zonotope; no
+host syncs, no change to the rules or the traverses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from cfruntime import contract
+from cfruntime import tensor as gb
+from cfruntime.flow import parameters
+from cfruntime.flow.values import Affine
+from cfruntime.tensor import ConvBlock, DiagonalBlock, PatchesBlock, Segmented
+from cfruntime.tensor.segmented_ops import _abs_of, _dot_last
+
+#: dtypes whose runs are widened (float64 runs are left exactly as they are)
+WIDENED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+#: roundings in a relaxation's coefficients (with 4-ulp transcendental functions), see construction_error
+CONSTRUCTION_OPS = 32
+#: roundings in the last operations before a bound is stored
+POST_OPS = 16
+U64 = 2.0 ** -53
+
+
+class WideningError(RuntimeError):
+    """No sound widening exists (the dtype is too coarse for sums this long)."""
+
+
+def unit_roundoff(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).eps / 2
+
+
+def gamma(n: float, u: float) -> float:
+    """``n u / (1 - n u)``: the relative error bound of a sum of ``n`` rounded products."""
+    nu = n * u
+    if nu >= 0.25:
+        raise WideningError(f"sums of {int(n)} terms: no useful error bound at unit roundoff {u:.3g} "
+                            "(run in float32 or float64)")
+    return nu / (1 - nu)
+
+
+def widened(dtype: torch.dtype) -> bool:
+    return dtype in WIDENED_DTYPES
+
+
+def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None):
+    """``lb``/``ub`` cast to ``dtype`` on ``device`` rounded outward (down/up), so that the cast box
+    contains the given one; a plain cast when no rounding can happen (same or narrower source)."""
+    lo = lb.to(device=device, dtype=dtype)
+    hi = ub.to(device=device, dtype=dtype)
+    if not lb.dtype.is_floating_point or torch.finfo(lb.dtype).bits <= torch.finfo(dtype).bits:
+        return lo, hi
+    src_l, src_u = lb.to(device=device), ub.to(device=device)
+    lo = torch.where(lo.to(src_l.dtype) > src_l, torch.nextafter(lo, lo.new_full((), -math.inf)), lo)
+    hi = torch.where(hi.to(src_u.dtype) < src_u, torch.nextafter(hi, hi.new_full((), math.inf)), hi)
+    return lo, hi
+
+
+# -- the input centred on its box ---------------------------------------------------------------------
+def _f64_source(layer, device):
+    """The layer's float64 weight source on ``device`` (kept on the tensor: a CUDA graph's capture
+    must not copy from the host)."""
+    src = layer.weight if layer.linear_kind == "dense" else (
+        layer.conv.kernel if layer.linear_kind == "conv" else layer.gather.scale)
+    memo = src.__dict__.setdefault("_cf_f64_on", {})
+    key = str(device)
+    if key not in memo:
+        memo[key] = (src.to(device=device, dtype=torch.float64),
+                     src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
+                     if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
+    return memo[key]
+
+
+def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
+    """``W x`` in float64 on ``x``'s device (``x`` ``[B, in]`` float64)."""
+    w, _ = _f64_source(layer, x.device)
+    if layer.linear_kind == "dense":
+        return torch.einsum("bkp,bp->bk", w, x) if w.dim() == 3 else x @ w.T
+    if layer.linear_kind == "gather":
+        g = layer.gather
+        return x[:, g.index.to(x.device)] * w
+    cv = layer.conv
+    b = x.shape[0]
+    t, l, bo, r = cv.padding
+    xi = x.reshape(b, *cv.in_shape)
+    if any(cv.padding):
+        xi = torch.nn.functional.pad(xi, (l, r, t, bo))
+    return torch.nn.functional.conv2d(xi, w, stride=cv.stride, dilation=cv.dilation).reshape(b, -1)
+
+
+def _row_abs_sum64(layer, device) -> torch.Tensor:
+    """``rowsum |W|`` per output neuron, float64 ``[1 or B, n]`` (conv: per output channel, spread)."""
+    _, rs = _f64_source(layer, device)
+    if layer.linear_kind == "dense":
+        return rs.reshape(1, -1) if layer.weight.dim() == 2 else layer.weight.abs().sum(-1).to(device=device, dtype=torch.float64)
+    if layer.linear_kind == "gather":
+        return rs.reshape(1, -1)
+    oc, oh, ow = layer.conv.out_shape
+    return rs.reshape(1, oc, 1).expand(1, oc, oh * ow).reshape(1, -1)
+
+
+def can_centre(network) -> bool:
+    """Whether every consumer of the input is an affine layer (whose bias can take the shift)."""
+    consumers = [l for l in network.layers[1:] if 0 in l.preds]
+    return bool(consumers) and all(l.kind == "affine" and l.preds == [0] for l in consumers)
+
+
+def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype):
+    """``(network', d_lb, d_ub, bias_error)``: the network with ``x0`` (the box centres, in
+    ``dtype``) folded into the biases of the input's consumers, the boxes ``lb - x0 <= d <= ub - x0``
+    rounded outward, and per consumer layer the float64 error bound of its new bias (``{index:
+    [B, n]}``)."""
+    from cfruntime.network.graph import Layer, Network
+
+    x0 = ((lb + ub) * 0.5).to(dtype)
+    dl, du = lb - x0, ub - x0
+    down, up = dl.new_full((), -math.inf), du.new_full((), math.inf)
+    dl, du = torch.nextafter(dl, down), torch.nextafter(du, up)  # exact (Sterbenz) or half an ulp off
+    x64 = x0.to(torch.float64)
+    errs, layers = {}, []
+    for l in network.layers:
+        if l.index > 0 and 0 in l.preds:
+            b = l.bias.to(device=x64.device, dtype=torch.float64)
+            nb = _matvec64(l, x64) + (b if b.dim() == 2 else b.unsqueeze(0))
+            fan = l.size if l.linear_kind == "gather" else (
+                l.conv.kernel[0].numel() if l.linear_kind == "conv" else l.weight.shape[-1])
+            errs[l.index] = gamma(fan + 2, U64) * (_row_abs_sum64(l, x64.device) * x64.abs().amax(1, keepdim=True) + b.abs())
+            l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
+                      linear_kind=l.linear_kind, weight=l.weight, bias=nb, conv=l.conv, gather=l.gather,
+                      maxpool=l.maxpool)
+        layers.append(l)
+    net = Network(layers, source=network.source, notices=network.notices, input_name=network.input_name,
+                  margin=network.margin, margin_folded=network.margin_folded)
+    return net, dl, du, errs
+
+
+# -- magnitudes -------------------------------------------------------------------------------------
+def _pieces(x):
+    """``[(start, part)]`` of a coefficient tensor ``[B or 1, n, W]`` whose parts can be read one by
+    one (segmented along ``W``, or a plain tensor), else None."""
+    if isinstance(x, Segmented) and not x.fill and x.sdim == len(x.shape) - 1:
+        return list(x.parts.items())
+    if isinstance(x, torch.Tensor):
+        return [(0, x)]
+    return None
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def col_count(p) -> int:
+    """The most non-zero entries of one column of a part ``[.., n, w]`` (a sum ``c @ part`` per entry)."""
+    if isinstance(p, DiagonalBlock) and p.delta == len(p.shape) - 2:
+        return 1
+    if isinstance(p, (ConvBlock, PatchesBlock)):
+        co = p.out_chw[0]
+        (kh, kw), (sh, sw) = p.k_hw, p.stride
+        return min(p.shape[-2], co * _cdiv(kh, sh) * _cdiv(kw, sw))
+    return p.shape[-2]
+
+
+def row_count(p) -> int:
+    """The most non-zero entries of one row of a part (a sum ``part @ x`` per entry: the fan-in)."""
+    if isinstance(p, DiagonalBlock) and p.delta == len(p.shape) - 2:
+        return 1
+    if isinstance(p, (ConvBlock, PatchesBlock)):
+        return min(p.shape[-1], p.in_chw[0] * p.k_hw[0] * p.k_hw[1])
+    return p.shape[-1]
+
+
+def abs_dot(x, v: torch.Tensor, factor=None) -> torch.Tensor:
+    """``sum_p f(part) |x[..., i, p]| v[b, p]`` -> ``[B or 1, n]`` for coefficients ``x`` ``[B or 1, n, W]``
+    (segmented, plain or g-BSCR), ``v >= 0`` ``[B, W]`` and ``f = factor`` of each part (1 without;
+    ``factor(None)`` for a tensor that cannot be read by parts)."""
+    v3 = v.unsqueeze(1)
+    pieces = _pieces(x)
+    if pieces is None:
+        out = gb.to_dense(gb.reduce_sum(gb.binary(gb.unary(x, "abs"), v3, "mul"), len(x.shape) - 1))
+        return out if factor is None else factor(None) * out
+    out = None
+    for s, p in pieces:
+        t = _dot_last(_abs_of(p), v3.narrow(-1, s, p.shape[-1]))
+        if factor is not None:
+            t = factor(p) * t
+        out = t if out is None else out + t
+    if out is None:
+        return torch.zeros(v.shape[0], x.shape[-2], dtype=v.dtype, device=v.device)
+    return out
+
+
+def abs_rowsum(x) -> torch.Tensor:
+    """``sum_p |x[..., i, p]|`` -> ``[B or 1, n]`` (a zonotope's radius)."""
+    pieces = _pieces(x)
+    if pieces is None:
+        return gb.to_dense(gb.reduce_sum(gb.unary(x, "abs"), len(x.shape) - 1))
+    out = None
+    for _, p in pieces:
+        if isinstance(p, torch.Tensor):
+            t = torch.linalg.vector_norm(p, 1, -1)
+        elif isinstance(p, DiagonalBlock) and p.delta == len(p.shape) - 2:
+            t = p.core.abs()
+        else:
+            t = gb.to_dense(gb.reduce_sum(Segmented(p.shape, len(p.shape) - 1, {0: _abs_of(p)}, x.dtype, x.device),
+                                          len(p.shape) - 1))
+        out = t if out is None else out + t
+    if out is None:
+        return torch.zeros(x.shape[0], x.shape[-2], dtype=x.dtype, device=x.device)
+    return out
+
+
+def _abs_const(c):
+    if isinstance(c, (int, float)):
+        return abs(float(c))
+    return gb.to_dense(c).abs()
+
+
+def _exact_in(t: torch.Tensor | None, dtype: torch.dtype) -> bool:
+    """Whether a (float64, host) parameter survives the cast to ``dtype`` unchanged; kept on the tensor."""
+    if t is None:
+        return True
+    memo = t.__dict__.setdefault("_cf_exact_in", {})
+    if dtype not in memo:
+        memo[dtype] = bool(torch.equal(t.to(dtype).to(t.dtype), t))
+    return memo[dtype]
+
+
+def exact_parameters(layer, dtype: torch.dtype) -> bool:
+    """Whether the layer's weights and bias are the same numbers in ``dtype`` (a per-batch margin
+    layer or bias is never checked: it changes with every batch, a CUDA graph's buffer included)."""
+    if layer.batched or layer.bias.dim() != 1 or layer.bias.device.type != "cpu":
+        return False
+    src = layer.weight if layer.linear_kind == "dense" else (
+        layer.conv.kernel if layer.linear_kind == "conv" else layer.gather.scale)
+    return src.device.type == "cpu" and _exact_in(src, dtype) and _exact_in(layer.bias, dtype)
+
+
+def _max(a, b):
+    """``max(a, b)`` of magnitudes (numbers or tensors)."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return torch.maximum(a, b)
+    if isinstance(a, torch.Tensor):
+        return a.clamp(min=b)
+    if isinstance(b, torch.Tensor):
+        return b.clamp(min=a)
+    return max(a, b)
+
+
+def _const(c):
+    return float(c) if isinstance(c, (int, float)) else gb.to_dense(c)
+
+
+def _move(c, w):
+    """A constant (number or tensor) plus ``w`` (a tensor)."""
+    return (c if isinstance(c, (int, float)) else gb.to_dense(c)) + w
+
+
+class Widening:
+    """The widening of one run: per layer, the magnitudes of the stored bounds and expressions."""
+
+    def __init__(self, cert, network, rep, batch: int, bias_errors: dict | None = None):
+        self.cert, self.network, self.rep, self.batch = cert, network, rep, batch
+        self.dtype, self.device = rep.dtype, rep.device
+        self.u = u = unit_roundoff(rep.dtype)
+        self.bias_errors = bias_errors or {}
+        layers = network.layers
+        sizes = [l.size for l in layers]
+        self.S = len(layers)
+        self.total = sum(sizes)
+        self.chain = all(l.preds == [l.index - 1] for l in layers[1:])
+        fresh = [noise * l.size for l in layers[1:] for noise in [cert.noise.get(contract.OPERATOR_OF_KIND.get(l.kind), 0)]]
+        self.sym_total = sizes[0] + sum(fresh)
+        if rep.planned:  # sums over noise symbols: per segment (the input's, each fresh block), then across
+            self.k_sym = max([sizes[0]] + [l.size for l, f in zip(layers[1:], fresh) if f]) + 1 + sum(
+                cert.noise.get(contract.OPERATOR_OF_KIND.get(l.kind), 0) for l in layers[1:])
+        else:
+            self.k_sym = self.sym_total
+        members = cert.members
+        self.lo = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
+        self.hi = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
+        plo = [n for n, l, r in members if l == "P" and r == contract.LOWER]
+        pup = [n for n, l, r in members if l == "P" and r == contract.UPPER]
+        # polyhedra in lower/upper pairs (every shipped certifier has one pair); one without a partner
+        # is paired with itself
+        self.pairs = list(zip(plo, pup)) + [(n, n) for n in plo[len(pup):]] + [(n, n) for n in pup[len(plo):]]
+        self.zono = [n for n, l, r in members if l == "S" and r == contract.ZONOTOPE]
+        self.k_max = max(self.total, 2 * max(sizes) + self.S, self.sym_total) + 32
+        self.safety = 1 + 2 * gamma(self.k_max + 16, u)
+        self.rho_post = gamma(POST_OPS, u)
+        self.rho_c = gamma(CONSTRUCTION_OPS, u)
+        self.eta = torch.finfo(rep.dtype).tiny * 2.0 ** 26
+        self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device)  # every m_j, [B, N]
+        self.mag_z: dict[int, torch.Tensor] = {}  # layer -> Mag(Z) (slack included)
+        self.slack: dict[int, torch.Tensor] = {}  # layer -> zonotope slack not absorbed
+
+    # -- counts ---------------------------------------------------------------------------------------
+    def _g(self, n: float) -> float:
+        return gamma(n, self.u)
+
+    def rho_pre(self, k: int) -> float:
+        n = self.network.layers[k].size if self.chain else self.total
+        return self._g(n + self.S + 8)
+
+    def _sum_len(self, k: int) -> int:
+        """Terms of a constant's sum in a substitution through layer ``k`` (a per-neuron traverse
+        substitutes over all neurons)."""
+        return self.network.layers[k].size if self.cert.layer_granular else self.total
+
+    def _col(self, p) -> int:
+        return col_count(p) if (p is not None and self.cert.layer_granular) else self.total
+
+    def _m(self, k: int) -> torch.Tensor:
+        l = self.network.layers[k]
+        return self.m[:, l.offset:l.offset + l.size]
+
+    def _full(self, t):
+        if not isinstance(t, torch.Tensor):
+            return torch.full((self.batch, 1), float(t), dtype=self.dtype, device=self.device)
+        return t if t.shape[0] == self.batch else t.expand(self.batch, *t.shape[1:])
+
+    # -- one layer --------------------------------------------------------------------------------------
+    def input(self, values: dict, n0: int) -> dict:
+        """The input layer: Float bounds pre-charged, the box polyhedra's constants moved outward, the
+        box zonotope enlarged by its own rounding (centre and radius)."""
+        return self.apply(self.network.layers[0], values, 0, n0, True)
+
+    def apply(self, layer, values: dict, sym_start: int, sym_end: int, fresh: bool) -> dict:
+        """The widened member values of ``layer`` (``values``: name -> materialised value).  ``fresh``:
+        the rule made one fresh noise symbol per neuron, the first at ``sym_start`` (the input layer's
+        generators count as such)."""
+        k = layer.index
+        lo, hi = values[self.lo], values[self.hi]
+        mt = torch.maximum(lo.abs(), hi.abs())  # m~: the rule's own (unwidened) magnitude
+        extra = self._weight_terms(layer) if k > 0 else None  # sections 2 (the bias) and 5
+        terms = self.eta if extra is None else extra + self.eta  # (+ rho_post mt, below)
+        zs = {}
+        for name in self.zono:
+            z = values[name]
+            rad = abs_rowsum(z.coeff) if z.coeff is not None else 0.0
+            cabs = _abs_const(z.const)
+            zs[name] = (rad, cabs)
+            if k > 0:  # (the input's Float bounds are its box, not a concretisation of its zonotope)
+                terms = terms + self._g(self.k_sym + 8) * rad + self._g(4) * cabs + self._zonotope_slack(layer, rad + cabs, mt, extra)
+        rp = self.rho_pre(k)
+        # w = safety / (1 - rp) * ((rp + rho_post) mt + terms), in two operations
+        c = self.safety / (1 - rp)
+        w = torch.add(terms * c, mt, alpha=c * (rp + self.rho_post)) if isinstance(terms, torch.Tensor) else \
+            mt.mul(c * (rp + self.rho_post)).add_(terms * c)
+        l, h = lo - w, hi + w
+        out = dict(values)
+        out[self.lo], out[self.hi] = l, h
+        mk = mt + w  # >= max(|l|, |h|) (rounding is monotone): a magnitude bound is all m_k must be
+        self._m(k).copy_(mk)
+        for lname, uname in self.pairs:
+            out[lname], out[uname] = self._polyhedra(layer, values[lname], values[uname], mk, extra)
+        for name, (rad, cabs) in zs.items():
+            # section 3: the slack is the whole widening (it covers the composition slack, and a
+            # zonotope made from the rule's own bounds); at the input only the box's rounding
+            s = self._g(4) * (rad + cabs) if k == 0 else w
+            s = self.safety * s
+            z = values[name]
+            if fresh:
+                out[name] = Affine(self._absorb(z.coeff, self._full(s), sym_start, layer.size), z.const)
+            else:
+                self.slack[k] = s
+            self.mag_z[k] = rad + cabs + s
+        return out
+
+    # -- pieces ---------------------------------------------------------------------------------------
+    def _weight_terms(self, layer):
+        """Affine: ``gamma(S + 2) |b|`` (a traverse's constant sums its steps' constants onto the bias)
+        and, when the parameters do not survive the cast, ``gamma(2) (|W| m_pred + |b|)`` plus a
+        centred bias's float64 error; add (residual): ``gamma(S + 2) (m_0 + m_1)`` (a traverse may add
+        into the initial one-hot coefficients of the lower predecessor).  None for other layers."""
+        if layer.kind == "affine":
+            b = parameters.bias(layer, self.rep).abs()
+            t = self._g(self.S + 2) * b
+            if not exact_parameters(layer, self.dtype):
+                w = parameters.weight(layer, self.rep)
+                t = t + self._g(2) * (abs_dot(w, self._m(layer.preds[0])) + b)
+            if layer.index in self.bias_errors:
+                t = t + self.bias_errors[layer.index].to(self.dtype) * (1 + 4 * self.u)
+            return self._full(t)
+        if layer.kind == "add":
+            return self._g(self.S + 2) * sum(self._m(p) for p in layer.preds)
+        return None
+
+    def _elementwise(self, layer) -> bool:
+        return layer.kind not in ("affine", "add") and len(layer.preds) == 1
+
+    def construction_error(self, layer, own, mk):
+        """Section 4: ``gamma(32) (own + m_k + 2 m_pred)`` for an activation layer (``own`` the new
+        expression's magnitude), None for others.  Derivations (``z`` the predecessor neuron, ``|z| <=
+        m_pred``; every line need only be checked at the true ``z``):
+
+        * ReLU upper ``lambda z + delta`` (``lambda = u/(u-l) <= 1``, ``delta = -u l/(u-l)``, ``|delta| <=
+          m_pred``): 2-3 roundings each, so the line is off by ``<= gamma(4) (|lambda| m_pred + |delta|)``.
+          With ``n[U]`` in place of ``z`` (reusecert) the coefficients ``lambda U_pred`` are off by ``u``
+          relatively (``<= u Mag(new)``), the constant ``lambda c - delta`` by ``<= 2u Mag(new) + u m_pred``,
+          and since ``U_pred(v) >= z`` and ``lambda >= 0`` the line need only hold at ``z``: as above.
+        * S-curve chord ``f(l) + (f(u) - f(l))/(u - l) (z - l)``: the numerator cancels, its absolute
+          error ``<= 9u max|f| <= 9u m_k``, times ``|z - l|/(u - l) <= 1``; the tangent slopes ``f(1 - f)``
+          / ``1 - f^2`` err absolutely by ``<= 10u``, times ``|z - l| <= 2 m_pred``; the constant ``f(l) -
+          s l`` by ``<= 3u (m_k + |s| m_pred)``; in all ``<= 20u (m_k + m_pred)`` (``|s| <= 1``), plus
+          tangents used for ``u - l <= 1e-6``, off by ``<= |f''| (u - l)^2 / 2 < 1e-13``.
+        * DeepZ's ReLU zonotope ``lambda Z + mu + mu eps`` (``|mu| <= m_pred``) and S-curve zonotope,
+          zid's box zonotope ``(l + u)/2 + (u - l)/2 eps``: coefficients off by ``<= 3u`` relatively
+          (``<= 3u Mag(new)``), centres and radii by ``<= 6u (Mag(new) + m_k + 2 m_pred)`` (the only
+          cancellation, ``lambda c + mu``, is against ``|mu| <= m_pred``)."""
+        if not self._elementwise(layer):
+            return None
+        mp = self._m(layer.preds[0])
+        if mp.shape[-1] != layer.size:  # a pooling: its largest input
+            mp = mp.amax(-1, keepdim=True)
+        return self.rho_c * (own + mk + 2 * mp)
+
+    def _polyhedra(self, layer, L: Affine, U: Affine, mk, extra):
+        """Section 2 (and 4, 5): the constants of a lower/upper polyhedron pair moved outward."""
+        k = layer.index
+        S = self.S
+        n = self._sum_len(k)
+        kc, ku = _abs_const(L.const), _abs_const(U.const)
+        if L.coeff is U.coeff:
+            # one coefficient tensor (an affine layer's W, the input box's none): one product per
+            # entry, the constants in one centre/radius or select form
+            omega = self._g(n + S + 4) * (kc if L.const is U.const else _max(kc, ku))
+            own = kc if L.const is U.const else kc + ku
+            if L.coeff is not None:
+                omega = abs_dot(L.coeff, self.m, lambda p: self._g(self._col(p) + S + 4)) + omega
+                own = abs_dot(L.coeff, self.m) + own
+        else:
+            # two: a constant is summed over n_k terms, as c+ kL + c- kU, or centre/radius (both <=
+            # max(|kL|, |kU|) a term) or c kU + c+ (kL - kU) (<= max(|kL|, |kU|) + |kL - kU|); a
+            # coefficient entry over col(part) terms as c+ L + c- U (<= max(|L|, |U|)), a diagonal's as
+            # c U + c+ (L - U) (3 roundings of <= |L| + |U|, twice)
+            diff = _abs_const(_const(L.const) - _const(U.const))
+            omega = self._g(n + S + 4) * (_max(kc, ku) + diff)
+            own = kc + ku
+            omega = self._parts_pair(L.coeff, U.coeff) + omega
+            for x in (L.coeff, U.coeff):
+                if x is not None:
+                    own = abs_dot(x, self.m) + own
+        omega = self._full(omega) + self.eta
+        if extra is not None:
+            omega = omega + extra
+        cons = self.construction_error(layer, own, mk)
+        if cons is not None:
+            omega = omega + cons
+        omega = self.safety * omega
+        return Affine(L.coeff, _move(L.const, -omega)), Affine(U.coeff, _move(U.const, omega))
+
+    def _parts_pair(self, a, b):
+        """``sum_p g(part) M_p m_p`` over the parts of two coefficient tensors ``a``/``b`` (lower/upper):
+        ``M = max(|a|, |b|)`` where the parts are plain tensors of one shape, ``|a| + |b|`` otherwise;
+        ``g = gamma(col + S + 4)``, for diagonals ``2 gamma(S + 5)``."""
+        S = self.S
+
+        def g(p):
+            if isinstance(p, DiagonalBlock) and p.delta == len(p.shape) - 2:
+                return 2 * self._g(S + 5)
+            return self._g(self._col(p) + S + 4)
+
+        pa, pb = (_pieces(x) if x is not None else [] for x in (a, b))
+        if pa is None or pb is None:
+            out = 0.0
+            for x in (a, b):
+                if x is not None:
+                    out = abs_dot(x, self.m, lambda p: self._g(self.total + S + 4)) + out
+            return out
+        da, db = dict(pa), dict(pb)
+        out = 0.0
+        for s in sorted(set(da) | set(db)):
+            p, q = da.get(s), db.get(s)
+            if isinstance(p, torch.Tensor) and isinstance(q, torch.Tensor) and p.shape == q.shape:
+                mx = torch.maximum(_abs_of(p), _abs_of(q))
+                out = _dot_last(mx, self.m.unsqueeze(1).narrow(-1, s, p.shape[-1])) * g(p) + out
+                continue
+            for x in (p, q):
+                if x is not None:
+                    out = _dot_last(_abs_of(x), self.m.unsqueeze(1).narrow(-1, s, x.shape[-1])) * g(x) + out
+        return out
+
+    def _zonotope_slack(self, layer, mz, mt, extra):
+        """Section 3: the composition/construction slack of ``layer``'s zonotope (before absorption)."""
+        if layer.kind == "affine":
+            p = layer.preds[0]
+            w = parameters.weight(layer, self.rep)
+            pieces = _pieces(w)
+            fan = max((row_count(q) for _, q in pieces), default=1) if pieces else self.network.layers[p].size
+            g = self._g(fan + 4)
+            s = g * parameters.bias(layer, self.rep).abs()
+            v = None
+            if p in self.mag_z:
+                v = self._full(self.mag_z[p]) * g
+            if p in self.slack:
+                v = self.slack[p] if v is None else v + self.slack[p]
+            if v is not None:
+                s = abs_dot(w, v) + s
+            return self._full(s)
+        if layer.kind == "add":
+            s = self._g(2) * sum(self._full(self.mag_z.get(p, 0.0)) for p in layer.preds)
+            for p in layer.preds:
+                if p in self.slack:
+                    s = s + self.slack[p]
+            return s
+        # an activation (slope <= 1 in every shipped rule) or a pooling (max: 1-Lipschitz)
+        s = self.construction_error(layer, mz, mt)
+        s = torch.zeros_like(mt) if s is None else s
+        p = layer.preds[0]
+        if p in self.slack:
+            sp = self.slack[p]
+            s = s + (sp if sp.shape[-1] == layer.size else sp.amax(-1, keepdim=True))
+        return s
+
+    def _absorb(self, coeff, s, start: int, n: int):
+        """The fresh generator ``a_i`` of neuron ``i`` (symbol ``start + i``) made ``a_i + sign(a_i) s_i``."""
+        if isinstance(coeff, Segmented) and not coeff.fill and coeff.sdim == len(coeff.shape) - 1:
+            parts = dict(coeff.parts)
+            p = parts.get(start)
+            shape = (self.batch,) + tuple(coeff.shape[1:])
+            if p is None and all(not (st < start + n and start < st + q.shape[-1]) for st, q in parts.items()):
+                parts[start] = DiagonalBlock(-s, 1)
+                return Segmented(shape, coeff.sdim, parts, coeff.dtype, coeff.device)
+            if isinstance(p, DiagonalBlock) and p.delta == len(p.shape) - 2 and p.shape[-1] == n:
+                core = p.core
+                parts[start] = DiagonalBlock(torch.where(core > 0, core + s, core - s), p.delta)
+                return Segmented(shape, coeff.sdim, parts, coeff.dtype, coeff.device)
+            if isinstance(p, torch.Tensor) and p.shape[-1] == n:
+                d = torch.diagonal(p, 0, -2, -1)
+                parts[start] = p + torch.diag_embed(torch.where(d > 0, s, -s))
+                return Segmented(shape, coeff.sdim, parts, coeff.dtype, coeff.device)
+        # general: read the diagonal, add a scaled one-hot
+        width = coeff.shape[-1]
+        d = torch.diagonal(gb.to_dense(gb.slice_range(coeff, len(coeff.shape) - 1, start, start + n)), 0, -2, -1)
+        delta = self.rep.scaled_one_hot(torch.where(d > 0, s, -s), start, width)
+        if isinstance(coeff, Segmented):
+            coeff = coeff.to_sparse()
+        return gb.binary(coeff, delta, "add")
