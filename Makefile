@@ -8,11 +8,12 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# One virtual environment with the package (editable) and the test tools, pinned in pyproject.toml.
-$(STAMP): pyproject.toml
+# One virtual environment with the package (editable) and the test tools: the ranges of pyproject.toml,
+# the exact versions CI uses from constraints.txt.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 # The main job on the embedded default: certify the shipped MNIST net on the shipped images.

@@ -4,13 +4,15 @@
 the pass pipeline (``--shape-analysis`` and the rewrites, see :mod:`cfmlir.passes.pipeline`) and the
 Python emission, and returns a loaded :class:`~cfruntime.flow.engine.CompiledCertifier`.  Emitted
 modules are cached under ``$CFMLIR_CACHE_DIR`` (default ``~/.cache/cfmlir``) by the hash of the source,
-the pipeline and the compiler itself (:func:`compiler_fingerprint`).
+the pipeline and the compiler itself (:func:`compiler_fingerprint`); :func:`compile_certifier_cached`
+also says whether the cache was hit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from cfmlir.diagnostics import CfError, Loc
@@ -78,8 +80,18 @@ def emit_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE) -> str:
     return emit_python(module, source=Path(file).name, digest=digest, pipeline=",".join(pipeline))
 
 
-def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache: bool = True):
-    """Compile (or fetch from the cache) and load a certifier."""
+@dataclass
+class Compiled:
+    """A loaded certifier and how it was obtained: ``cache_hit`` True when the emitted module was read
+    from ``cache_file``, False when it was compiled now, None when the cache was not used."""
+
+    certifier: object  # cfruntime.flow.engine.CompiledCertifier
+    cache_hit: bool | None
+    cache_file: Path | None
+
+
+def compile_certifier_cached(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache: bool = True) -> Compiled:
+    """Compile (or fetch from the cache) and load a certifier; say which it was."""
     from cfruntime.flow.engine import CompiledCertifier
 
     key = hashlib.sha256("\0".join((compiler_fingerprint(), ",".join(pipeline), text)).encode()).hexdigest()[:32]
@@ -87,7 +99,11 @@ def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache
     path = cache_dir() / f"{name}-{key}.py"
     source = None
     if use_cache and path.exists():
-        source = path.read_text(encoding="utf-8")
+        try:
+            source = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source = None  # an unreadable cache entry is compiled again
+    hit = source is not None
     if source is None:
         source = emit_certifier(text, file, pipeline)
         if use_cache:
@@ -98,7 +114,12 @@ def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache
                 tmp.replace(path)
             except OSError:
                 pass  # a read-only home is no reason to fail
-    return CompiledCertifier.from_source(name, source)
+    return Compiled(CompiledCertifier.from_source(name, source), hit if use_cache else None, path if use_cache else None)
+
+
+def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache: bool = True):
+    """Compile (or fetch from the cache) and load a certifier."""
+    return compile_certifier_cached(text, file, pipeline, use_cache).certifier
 
 
 def pipeline_for(rewrite: bool) -> tuple[str, ...]:

@@ -3,7 +3,8 @@
 ::
 
     cf-run --certifier NAME_OR_PATH --net NET.onnx --data CSV --eps E [--n K] [--json OUT]
-    cf-run --certifier NAME_OR_PATH --net NET.onnx --vnnlib FILE [--json OUT]
+    cf-run --certifier NAME_OR_PATH --net NET.onnx --vnnlib FILE [--json OUT] [--timeout S] [--results FILE]
+    cf-run --certifier NAME_OR_PATH --instances DIR/instances.csv [--results OUT.csv] [--timeout S]
     cf-run                      # deeppoly on the shipped default net and 10 MNIST images, eps 0.005
 
 Engines: ``--engine compiled`` (default) compiles the certifier to tensor code (cached by source
@@ -18,17 +19,31 @@ certified-among-correct and times.  ``--json OUT`` writes::
 
     {"certifier", "network", "eps", "n", "labels": [...], "correct": [bool], "certified": [bool],
      "margin_lb": [[...]], "margin_ub": [[...]],          # N x K; column j bounds y_true - y_j
-     "times": {"compile_s", "load_s", "analysis_s"}}      # the own column is 0
+     "times": {"compile_s", "load_s", "analysis_s"},      # the own column is 0; compile_s: imports excluded
+     "batch_size": {"requested", "used"}, "provenance": {...}}
 
 (a sample is certified iff it is classified correctly and every margin j != true has a lower
 bound > 0).  VNN-LIB mode writes ``{"certifier", "network", "vnnlib", "verdict", "regions":
-[{"row_lb": [...], "row_ub": [...]}], "times": {...}}`` with the verdict ``unsat`` (every disjunct of
-the counterexample region refuted), ``sat`` (a concrete counterexample found by sampling/PGD) or
-``unknown``.
+[{"row_lb": [...], "row_ub": [...]}], "times": {...}, "provenance": {...}}`` with the verdict ``unsat`` (every disjunct of
+the counterexample region refuted), ``sat`` (a concrete counterexample found by sampling/PGD and
+confirmed by the network, ``"counterexample": {"x", "y", "region", "disjunct"}``) or ``unknown``.  ``.onnx.gz`` and ``.vnnlib.gz`` files are read transparently.
 
-The preprocessing convention (``std``: pixels/255; ``nln_raw255``: raw 0..255 for the ``mnist_nln_*``
-nets) and the HWC-flatten quirk of the CIFAR fully-connected nets are taken from
-``../shared/nets/MANIFEST.json`` when the network is listed there, else ``std``.
+VNN-COMP mode (:mod:`cfmlir.tools.instances`, :mod:`cfruntime.results`): ``--results FILE``
+writes the competition's result file (the verdict ``unsat``/``sat``/``unknown``/``timeout``/``error``
+on the first line; for ``sat`` the confirmed counterexample ``((X_0 v) ... (Y_0 v) ...)``);
+``--timeout S`` runs the instance in a child process that is killed after ``S`` seconds (the verdict
+is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`` of a benchmark's
+``instances.csv`` and ``--results OUT.csv`` then gets one line ``onnx,vnnlib,verdict,seconds`` per
+instance (the result files go to the folder ``OUT_results``).
+
+Preprocessing (dataset mode; :mod:`cfruntime.properties.preprocessing`): the network is given
+``x = (pixel/255 - mean) / std`` per channel in ``--layout`` (NCHW or NHWC), and reads its first Flatten
+in ``--flatten-order`` (CHW, or HWC for ERAN's CIFAR fully-connected nets).  A field not given by a flag
+comes from the network's manifest entry (``--manifest FILE``, else ``MANIFEST.json`` beside the network,
+else the source tree's ``../shared/nets/MANIFEST.json``), else from the default (mean 0, std 1, NCHW, CHW),
+with a ``warning:`` line on stderr.  Every JSON has a ``"provenance"`` object
+(:mod:`cfmlir.tools.provenance`): versions, arguments, hashes of the certifier, network and input files,
+device, dtype, batch size, whether the compile cache was hit, and the preprocessing and its sources.
 
 Soundness check (``--check``, on by default for a certifier given as a ``.cf`` file, off for a shipped one
 given by name; ``--no-check`` turns it off): after the analysis, :func:`cfruntime.soundness.check_bounds`
@@ -57,6 +72,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +80,9 @@ import numpy as np
 from cfmlir.tools.arg_errors import one_line_errors
 
 ENGINES = ("interpreter", "compiled")
+#: ``--layout`` and ``--flatten-order`` values (cfruntime.properties.preprocessing, which imports torch)
+LAYOUTS = ("NCHW", "NHWC")
+FLATTEN_ORDERS = ("CHW", "HWC")
 DEFAULT_CERTIFIER = "deeppoly"
 DEFAULT_EPS = 0.005
 #: exit status of a run whose bounds the soundness check refuted
@@ -84,15 +103,14 @@ class UsageError(Exception):
 
 def _version() -> str:
     """``cf-run (cfmlir X) with torch Y, onnx Z, xdsl W`` from the installed distributions."""
-    from importlib.metadata import PackageNotFoundError, version
+    from cfmlir.tools.provenance import versions
 
-    def v(dist: str) -> str:
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            return "not installed"
+    v = versions()
+    return f"cf-run (cfmlir {v['cfmlir']}) with torch {v['torch']}, onnx {v['onnx']}, xdsl {v['xdsl']}"
 
-    return f"cf-run (cfmlir {v('cfmlir')}) with torch {v('torch')}, onnx {v('onnx')}, xdsl {v('xdsl')}"
+
+def _upper(text: str) -> str:
+    return str(text).strip().upper()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu", help="compiled engine: torch device (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="compiled engine: floating-point type (default float64)")
+    p.add_argument("--widen", choices=("auto", "on", "off"), default="auto",
+                   help="compiled engine: widen every bound by a rigorous bound of its rounding errors, so that "
+                        "it holds for the real-valued network (auto: on for float32, off for float64; off gives "
+                        "raw float32 bounds, which rounding can make unsound by ~1e-5)")
     p.add_argument("--check", dest="check", action="store_true", default=None,
                    help="check the computed bounds of every layer empirically (samples, box vertices, PGD); a value "
                         "outside its bounds certifies nothing and exits with status 3 (default: on for a .cf file, "
@@ -126,23 +148,60 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"relative tolerance of the check: a value v violates lower bound l if v < l - TOL*max(1,|l|) "
                         f"(default {DEFAULT_CHECK_TOL:g})")
     p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON to OUT")
+    p.add_argument("--timeout", default=None, metavar="S",
+                   help="VNN-LIB: stop an instance after S seconds (verdict 'timeout'); with --instances it replaces "
+                        "the timeout column of the CSV")
+    p.add_argument("--results", default=None, metavar="OUT",
+                   help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
+                        "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")
+    p.add_argument("--instances", default=None, metavar="CSV",
+                   help="run every instance (onnx,vnnlib,timeout; paths relative to the CSV's folder) of a VNN-COMP "
+                        "benchmark's instances.csv")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    pre = p.add_argument_group(
+        "preprocessing", "how dataset images become network inputs: x = (pixel/255 - mean) / std per channel; a value "
+                         "not given here comes from the network's manifest entry, else from the default (with a warning)")
+    pre.add_argument("--mean", default=None, metavar="M[,M,M]",
+                     help="mean subtracted from pixel/255, one value or one per channel (default 0)")
+    pre.add_argument("--std", default=None, metavar="S[,S,S]",
+                     help="divisor after the mean, > 0, one value or one per channel; 1/255 gives raw 0..255 pixels "
+                          "(default 1)")
+    pre.add_argument("--layout", type=_upper, choices=LAYOUTS, default=None,
+                     help="order of the values given to the network: NCHW (channel-major, default) or NHWC "
+                          "(channels interleaved)")
+    pre.add_argument("--flatten-order", type=_upper, choices=FLATTEN_ORDERS, default=None,
+                     help="how the network's first Flatten orders a [C,H,W] tensor: CHW (ONNX, default) or HWC "
+                          "(ERAN's CIFAR fully-connected nets); applies to VNN-LIB mode too")
+    pre.add_argument("--manifest", default=None, metavar="FILE",
+                     help="read the network's preprocessing from this MANIFEST.json (default: MANIFEST.json beside "
+                          "the network, else ../shared/nets/MANIFEST.json of the source tree)")
     return p
 
 
-def _manifest_entry(net_path: Path):
-    """The MANIFEST.json entry of ``net_path`` (by file name), or None."""
-    try:
-        from cfruntime.properties import load_manifest, shared_dir
+def _preprocessing_flags(args) -> dict:
+    """The preprocessing fields given on the command line, parsed (None where not given); a bad value
+    is a one-line error."""
+    from cfruntime.properties.preprocessing import parse_values
 
-        if shared_dir() is None:
-            return None
-        for e in load_manifest():
-            if e.file == net_path.name:
-                return e
-    except Exception:  # noqa: BLE001 - the manifest is optional metadata
-        return None
-    return None
+    mean, std = getattr(args, "mean", None), getattr(args, "std", None)
+    return {"mean": None if mean is None else parse_values(mean, "--mean"),
+            "std": None if std is None else parse_values(std, "--std", positive=True),
+            "layout": getattr(args, "layout", None), "flatten_order": getattr(args, "flatten_order", None)}
+
+
+def _check_preprocessing_flags(args) -> None:
+    """Reject bad preprocessing flags (values, a manifest that cannot be read, image flags outside
+    dataset mode) before anything is compiled."""
+    image_flags = [f"--{n}" for n in ("mean", "std", "layout") if getattr(args, n, None) is not None]
+    if image_flags and (args.vnnlib is not None or args.instances is not None):
+        verb = "applies" if len(image_flags) == 1 else "apply"
+        raise UsageError(f"{', '.join(image_flags)} {verb} to dataset mode (--data) only: VNN-LIB boxes are in the "
+                         "network's input space")
+    _preprocessing_flags(args)
+    if args.manifest is not None:
+        from cfruntime.properties import load_manifest
+
+        load_manifest(args.manifest)
 
 
 def _parse_eps(text) -> float:
@@ -165,22 +224,42 @@ def _progress(it, total: int, quiet: bool, desc: str):
     return tqdm(it, total=total, desc=desc, file=sys.stderr, disable=disable, leave=False)
 
 
-def _load_program(args, certifier: str):
-    """The interpreter's program or the compiled certifier, as ``--engine`` says."""
+@dataclass
+class LoadedProgram:
+    """The certifier as ``--engine`` runs it, the seconds it took (imports excluded), and whether the
+    compiled module came from the cache (None for the interpreter)."""
+
+    program: object
+    compile_s: float
+    cache_hit: bool | None = None
+    cache_file: Path | None = None
+
+
+def _load_program(args, certifier: str) -> LoadedProgram:
+    """The interpreter's program or the compiled certifier, as ``--engine`` says.  The modules (torch,
+    xDSL) are imported before the clock starts: ``compile_s`` is the compilation (or cache read) alone."""
     if args.engine == "interpreter":
         from cfmlir.interpreter.run import load_certifier
 
-        return load_certifier(certifier)
-    from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
+        t0 = time.perf_counter()
+        prog = load_certifier(certifier)
+        return LoadedProgram(prog, time.perf_counter() - t0)
+    import cfmlir.frontend  # noqa: F401 - imported here so that compile_s does not count it
+    import cfmlir.passes.emit_python  # noqa: F401
+    import cfruntime.flow.engine  # noqa: F401 - torch
+    from cfmlir.compiler import compile_certifier_cached, load_certifier_source, pipeline_for
 
-    return compile_certifier(*load_certifier_source(certifier), pipeline_for(not args.no_rewrite))
+    t0 = time.perf_counter()
+    c = compile_certifier_cached(*load_certifier_source(certifier), pipeline_for(not args.no_rewrite))
+    return LoadedProgram(c.certifier, time.perf_counter() - t0, c.cache_hit, c.cache_file)
 
 
 def _engine_label(args) -> str:
     if args.engine == "interpreter":
         return "interpreter"
     mode = ("dense" if args.no_sparse else "g-BSCR") + (", no rewrites" if args.no_rewrite else "")
-    return f"compiled, {mode}, {args.dtype}, batch {args.batch_size}"
+    widened = args.widen == "on" or (args.widen == "auto" and args.dtype != "float64")
+    return f"compiled, {mode}, {args.dtype}{' widened' if widened else ''}, batch {args.batch_size}"
 
 
 def _compiled_bounds(args, cert, net, lb, ub, C, check=None, first: int = 0):
@@ -209,7 +288,8 @@ def _compiled_run(args, cert, mnet, lb, ub, with_layers: bool = False):
     ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, mnet.input_size)
     dtype = torch.float64 if args.dtype == "float64" else torch.float32
     # a replayed CUDA graph keeps the last layer's bounds only: the check needs every layer's
-    res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device,
+    widen = {"auto": None, "on": True, "off": False}[args.widen]
+    res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device, widen=widen,
                         **({"graph": False} if with_layers else {}))
     lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
     if not with_layers:
@@ -356,7 +436,18 @@ def _parse_check(args):
     return _SoundnessCheck(tol, "region" if args.vnnlib is not None else "sample")
 
 
+def _parse_timeout(text) -> float:
+    try:
+        t = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"--timeout must be a number of seconds, got '{text}'") from None
+    if not math.isfinite(t) or t <= 0:
+        raise UsageError(f"--timeout must be a positive number of seconds, got {text}")
+    return t
+
+
 def run(args) -> int:
+    start = time.perf_counter()
     if args.batch_size is not None and args.batch_size <= 0:
         raise UsageError(f"--batch-size must be positive, got {args.batch_size}")
     if args.engine == "interpreter" and (args.no_sparse or args.no_rewrite):
@@ -374,7 +465,23 @@ def run(args) -> int:
         raise UsageError("--vnnlib cannot be combined with --data, --eps or --n")
     if args.n is not None and args.n <= 0:
         raise UsageError(f"--n must be positive, got {args.n}")
+    if args.timeout is not None:
+        args.timeout = _parse_timeout(args.timeout)
+    if args.instances is not None:
+        if any(v is not None for v in (args.net, args.vnnlib, args.data, args.eps, args.n)):
+            raise UsageError("--instances cannot be combined with --net, --vnnlib, --data, --eps or --n")
+    elif args.vnnlib is None and (args.timeout is not None or args.results is not None):
+        raise UsageError("--timeout and --results apply to VNN-LIB properties (--vnnlib or --instances)")
+    _check_preprocessing_flags(args)
     check = _parse_check(args)
+    if args.instances is not None:
+        from cfmlir.tools.instances import run_instances
+
+        return run_instances(args)
+    if args.vnnlib is not None and args.timeout is not None:
+        from cfmlir.tools.instances import run_with_timeout
+
+        return run_with_timeout(args, start)
 
     defaults_mode = args.net is None and args.data is None and args.vnnlib is None
     if args.net is None:
@@ -400,32 +507,30 @@ def run(args) -> int:
             eps = _parse_eps(args.eps)
 
     certifier = args.certifier or DEFAULT_CERTIFIER
-    t0 = time.perf_counter()
-    prog = _load_program(args, certifier)
-    compile_s = time.perf_counter() - t0
-
-    from cfruntime.errors import NetworkError
-    from cfruntime.network import load_onnx
-
-    t0 = time.perf_counter()
-    if not net_path.is_file():
-        raise NetworkError("no such network file", file=net_path)
-    entry = _manifest_entry(net_path)
-    kwargs = entry.load_kwargs(entry.default_semantics()) if entry is not None else {}
-    net = load_onnx(net_path, **kwargs)
+    loaded = _load_program(args, certifier)
     if args.vnnlib is not None:
-        return _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check)
+        return finish_vnnlib(args, *vnnlib_instance(args, loaded, certifier, check))
 
-    from cfruntime.properties import load_eran_csv, robustness_property
+    t0 = time.perf_counter()
+    net, prep = _load_network(net_path, args)
+
+    from cfruntime.properties import DATASETS, load_eran_csv, robustness_property
 
     images = load_eran_csv(data_path, args.dataset, stop=args.n)
-    convention = entry.convention(entry.default_semantics()) if entry is not None else "std"
-    prop = robustness_property(images, eps, convention, net.input_shape, num_classes=net.output_size)
+    channels = DATASETS[images.dataset][1][0]
+    prep.value.check_channels(channels)
+    warning = prep.warning(net_path, channels)
+    if warning is not None:
+        print(warning, file=sys.stderr)
+    prop = robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size)
     load_s = time.perf_counter() - t0
-    return _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check)
+    from cfmlir.tools.provenance import provenance
+
+    prov = provenance(args, certifier, net_path, loaded, prep, data=data_path)
+    return _run_dataset(args, loaded.program, certifier, net, net_path, prop, loaded.compile_s, load_s, check, prov)
 
 
-def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check=None) -> int:
+def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check=None, prov=None) -> int:
     import torch
 
     from cfmlir.interpreter.run import certify_sample
@@ -496,6 +601,8 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if args.engine == "interpreter" else batch_used}
+    if prov is not None:
+        out["provenance"] = prov
     if check is not None:
         out["times"]["check_s"] = check.seconds
         out.update(check.json())
@@ -515,13 +622,21 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
     return _check_status(check)
 
 
+def _check_error(check) -> str | None:
+    """The error line of a check that found a violation, else None."""
+    if check is None or not check.unsound:
+        return None
+    consequence = "nothing is certified" if check.unit == "sample" else "no unsat verdict is given"
+    return (f"error: unsound bounds: the soundness check found {check.violations} violated bound(s) in "
+            f"{len(check.counts)} layer(s); {consequence}")
+
+
 def _check_status(check) -> int:
     """0, or :data:`EXIT_UNSOUND` (with its error line) when the check found a violation."""
-    if check is None or not check.unsound:
+    msg = _check_error(check)
+    if msg is None:
         return 0
-    consequence = "nothing is certified" if check.unit == "sample" else "no unsat verdict is given"
-    print(f"error: unsound bounds: the soundness check found {check.violations} violated bound(s) in "
-          f"{len(check.counts)} layer(s); {consequence}", file=sys.stderr)
+    print(msg, file=sys.stderr)
     return EXIT_UNSOUND
 
 
@@ -539,13 +654,43 @@ def _check_interpreter_bounds(args, check, net, prop, per_layer) -> None:
         check(mnet, prop.lb[lo:hi], prop.ub[lo:hi], layers, lo)
 
 
-def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check=None) -> int:
+def _load_network(net_path: Path, args=None):
+    """The network at ``net_path``, read with its flatten order, and its resolved preprocessing
+    (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: the flags of ``args``, else
+    its manifest entry, else the defaults)."""
+    from cfruntime.errors import NetworkError
+    from cfruntime.network import load_onnx
+    from cfruntime.properties.preprocessing import resolve_preprocessing
+
+    if not net_path.is_file():
+        raise NetworkError("no such network file", file=net_path)
+    flags = _preprocessing_flags(args) if args is not None else {}
+    prep = resolve_preprocessing(net_path, **flags, manifest=getattr(args, "manifest", None))
+    return load_onnx(net_path, **prep.value.load_kwargs()), prep
+
+
+def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple[dict, list[str], str | None]:
+    """Load ``--net`` and ``--vnnlib`` and decide the property with the certifier ``loaded``: ``(the JSON
+    object, the summary lines, the error line of an unsound check or None)``.  Nothing is printed but the
+    check's report; a ``sat`` verdict always comes with a counterexample the network confirms
+    (``"counterexample"`` in the JSON)."""
     import numpy as np
+
+    from cfmlir.tools.provenance import provenance
 
     from cfmlir.interpreter.run import vnnlib_row_bounds
     from cfruntime.errors import PropertyError
-    from cfruntime.properties import parse_vnnlib, verdict
+    from cfruntime.properties import confirm_counterexample, parse_vnnlib, verdict
 
+    t0 = time.perf_counter()
+    if args.net is None:
+        from cfruntime.default_data import default_network_path
+
+        net_path = Path(default_network_path())
+    else:
+        net_path = Path(args.net)
+    prog, compile_s = loaded.program, loaded.compile_s
+    net, prep = _load_network(net_path, args)
     prop = parse_vnnlib(args.vnnlib)
     if prop.num_inputs != net.input_size or prop.num_outputs != net.output_size:
         raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
@@ -584,11 +729,16 @@ def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check=None)
         t1 += time.perf_counter() - t2
         if check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
             v = "unknown"
+    cex = None
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
 
-        if vnnlib_counterexample(net, prop) is not None:
-            v = "sat"
+        found = vnnlib_counterexample(net, prop)
+        if found is not None:
+            # sat only with a point that the network, evaluated again in float64, confirms
+            cex = confirm_counterexample(net, prop, found[0], found[1])
+            if cex is not None:
+                v = "sat"
     analysis_s = time.perf_counter() - t1
     out = {
         "certifier": str(certifier),
@@ -598,19 +748,48 @@ def _run_vnnlib(args, prog, certifier, net, net_path, compile_s, t0, check=None)
         "regions": [{"row_lb": np.asarray(lo).tolist(), "row_ub": np.asarray(hi).tolist()} for lo, hi in zip(lows, highs)],
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
     }
+    if cex is not None:
+        out["counterexample"] = cex.to_json()
     if check is not None:
         out["times"]["check_s"] = check.seconds
         out.update(check.json())
         check.report()
+    out["provenance"] = provenance(args, certifier, net_path, loaded, prep, vnnlib=args.vnnlib)
+    lines = [f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {_engine_label(args)})",
+             f"verdict:   {v}",
+             f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
+    if check is not None:
+        lines.append(f"check:     {check.summary()}")
+    return out, lines, _check_error(check)
+
+
+def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) -> int:
+    """Write ``--results`` and ``--json`` of one VNN-LIB instance, print its summary; the exit status."""
+    if args.results:
+        write_results_file(args.results, out["verdict"], out.get("counterexample"))
     if args.json:
         _write_json(args.json, out)
     if not args.quiet:
-        print(f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {_engine_label(args)})")
-        print(f"verdict:   {v}")
-        print(f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s")
-        if check is not None:
-            print(f"check:     {check.summary()}")
-    return _check_status(check)
+        for line in lines:
+            print(line)
+    if check_error is not None:
+        print(check_error, file=sys.stderr)
+        return EXIT_UNSOUND
+    return 0
+
+
+def write_results_file(path, verdict: str, counterexample: dict | None = None) -> None:
+    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written."""
+    from cfruntime.results import Counterexample, write_result
+
+    cex = None
+    if counterexample is not None:
+        cex = Counterexample(np.asarray(counterexample["x"], dtype=np.float64), np.asarray(counterexample["y"], dtype=np.float64),
+                             counterexample["region"], counterexample["disjunct"])
+    try:
+        write_result(path, verdict, cex)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def _write_json(path, obj) -> None:
@@ -625,40 +804,77 @@ def _one_line(msg: str) -> str:
     return msg
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+class ReportedError(Exception):
+    """An error whose one-line message (``error: ...``) is already formatted (e.g. by a child process)."""
+
+
+def error_line(e: BaseException) -> str:
+    """The one ``error:`` line that reports ``e`` to a user (never a traceback)."""
+    if isinstance(e, ReportedError):
+        return _one_line(str(e))
+    if isinstance(e, UsageError):
+        return "error: " + _one_line(str(e))
     from cfmlir.diagnostics import CfError
     from cfruntime.errors import CfRuntimeError
 
+    if isinstance(e, (CfRuntimeError, CfError)):
+        return _one_line(str(e))
+    if isinstance(e, OSError):
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        return f"error: {where}{_one_line(e.strerror or str(e))}"
+    if isinstance(e, KeyboardInterrupt):
+        return "error: interrupted"
+    if isinstance(e, MemoryError):  # outside the analysis (which retries with smaller batches)
+        return f"error: out of memory ({_one_line(str(e)) or 'allocation failed'})"
+    from cfruntime.flow.engine import EngineError
+
+    if isinstance(e, EngineError):
+        return "error: " + _one_line(str(e))
+    return (f"error: internal error ({type(e).__name__}): {_one_line(str(e))} "
+            "(set CF_RUN_TRACEBACK=1 for details)")
+
+
+def is_internal_error(e: BaseException) -> bool:
+    """True for an exception that is a bug rather than a user error (``CF_RUN_TRACEBACK=1`` shows its traceback)."""
+    from cfmlir.diagnostics import CfError
+    from cfruntime.errors import CfRuntimeError
+    from cfruntime.flow.engine import EngineError
+
+    known = (CfRuntimeError, CfError, ReportedError, UsageError, OSError, KeyboardInterrupt, MemoryError, EngineError)
+    return not isinstance(e, known)
+
+
+def _results_on_error(args) -> None:
+    """A single VNN-LIB run that failed still leaves its result file: ``error``."""
+    if getattr(args, "results", None) and getattr(args, "vnnlib", None) is not None and getattr(args, "instances", None) is None:
+        try:
+            write_results_file(args.results, "error")
+        except UsageError:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(argv)
+    args.argv = argv  # for the JSON's provenance
     try:
         return run(args)
-    except CfRuntimeError as e:
-        print(_one_line(str(e)), file=sys.stderr)
-    except CfError as e:
-        print(_one_line(str(e)), file=sys.stderr)
-    except UsageError as e:
-        print("error: " + _one_line(str(e)), file=sys.stderr)
-    except OSError as e:
-        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        print(f"error: {where}{_one_line(e.strerror or str(e))}", file=sys.stderr)
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(error_line(e), file=sys.stderr)
+        _results_on_error(args)
         return 130
-    except MemoryError as e:  # outside the analysis (which retries with smaller batches)
-        print(f"error: out of memory ({_one_line(str(e)) or 'allocation failed'})", file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - never show a traceback to a user
-        from cfruntime.flow.engine import EngineError
-
-        if isinstance(e, EngineError):
-            print("error: " + _one_line(str(e)), file=sys.stderr)
-            return 1
-        if os.environ.get("CF_RUN_TRACEBACK"):
+        if os.environ.get("CF_RUN_TRACEBACK") and is_internal_error(e):
             raise
-        print(f"error: internal error ({type(e).__name__}): {_one_line(str(e))} "
-              "(set CF_RUN_TRACEBACK=1 for details)", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
+        _results_on_error(args)
     return 1
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # ``python -m cfmlir.tools.cf_run`` (vnncomp/run_instance.sh): run the imported module, so that the
+    # exception classes cfmlir.tools.instances raises are the ones main() catches
+    from cfmlir.tools.cf_run import main as _main
+
+    sys.exit(_main())

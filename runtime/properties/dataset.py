@@ -10,6 +10,8 @@ Pipeline (``nets/MANIFEST.json`` ``preprocessing_conventions``)::
             'nln_raw255'     255 * x                 (mnist_nln_* nets take raw 0..255 pixels)
             'raw_hwc_buffer' the HWC-ordered values reshaped as the input (only to reproduce a
                              manifest accuracy figure of the CIFAR FC quirk nets)
+            a Preprocessing  (pixel/255 - mean) / std per channel, in its layout
+                             (:mod:`cfruntime.properties.preprocessing`: every convention is one)
 
 All three maps are monotone increasing per coordinate, so they map boxes to boxes.
 
@@ -166,8 +168,11 @@ def linf_box(x01: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]
     return (x01 - eps).clamp(0.0, 1.0), (x01 + eps).clamp(0.0, 1.0)
 
 
-def to_network_input(x01: torch.Tensor, convention: str, input_shape, dataset: str | None = None) -> torch.Tensor:
-    """Map ``[N, C, H, W]`` [0,1] images (CHW order) into the network input space ``[N, *input_shape]``."""
+def to_network_input(x01: torch.Tensor, convention, input_shape, dataset: str | None = None) -> torch.Tensor:
+    """Map ``[N, C, H, W]`` [0,1] images (CHW order) into the network input space ``[N, *input_shape]``
+    (``convention``: a name of :data:`CONVENTIONS` or a :class:`~cfruntime.properties.preprocessing.Preprocessing`)."""
+    if not isinstance(convention, str):
+        return convention.apply(x01, input_shape)
     input_shape = tuple(int(s) for s in input_shape)
     n = x01.shape[0]
     size = int(np.prod(input_shape))
@@ -205,7 +210,7 @@ class RobustnessProperty:
     labels: torch.Tensor  # [N]
     C: torch.Tensor  # [N, K, K]
     eps: float
-    convention: str
+    convention: str  # a name of CONVENTIONS, or a Preprocessing's description
 
     def __len__(self) -> int:
         return int(self.labels.shape[0])
@@ -216,9 +221,10 @@ class RobustnessProperty:
         return torch.where(own, torch.ones_like(margin_lb), margin_lb).gt(0).all(dim=1)
 
 
-def robustness_property(images: EranImages, eps: float, convention: str, input_shape,
+def robustness_property(images: EranImages, eps: float, convention, input_shape,
                         num_classes: int | None = None) -> RobustnessProperty:
-    """Boxes + margin spec for every image of ``images`` (eps in [0,1] pixel units)."""
+    """Boxes + margin spec for every image of ``images`` (eps in [0,1] pixel units; ``convention`` as
+    in :func:`to_network_input`)."""
     x01 = images.images_01()
     lo, hi = linf_box(x01, eps)
     k = num_classes or images.num_classes
@@ -229,5 +235,5 @@ def robustness_property(images: EranImages, eps: float, convention: str, input_s
         labels=images.labels.clone(),
         C=robustness_spec(images.labels, k),
         eps=float(eps),
-        convention=convention,
+        convention=convention if isinstance(convention, str) else convention.describe(),
     )

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from cfruntime.errors import VnnlibError
+from cfruntime.gzio import read_text
 
 _VAR_RE = re.compile(r"^([XY])_(\d+)$")
 _MAX_DISJUNCTS = 100000
@@ -168,7 +169,8 @@ def _read(text: str, src: str) -> list:
 # parser
 # ---------------------------------------------------------------------------------------------
 def parse_vnnlib(path: str | Path | None = None, *, text: str | None = None, source: str | None = None) -> VnnlibProperty:
-    """Parse a VNN-LIB file (or ``text``) into input boxes + linear output constraints."""
+    """Parse a VNN-LIB file (plain or gzip-compressed, e.g. ``prop.vnnlib.gz``), or ``text``, into input
+    boxes + linear output constraints."""
     if text is None:
         if path is None:
             raise ValueError("parse_vnnlib needs a path or text")
@@ -176,9 +178,11 @@ def parse_vnnlib(path: str | Path | None = None, *, text: str | None = None, sou
         if not p.is_file():
             raise VnnlibError("no such VNN-LIB file", file=p)
         try:
-            text = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise VnnlibError(f"cannot read ({e})", file=p) from None
+            text = read_text(p)  # gzip-compressed (.vnnlib.gz) transparently
+        except UnicodeDecodeError:
+            raise VnnlibError("cannot read: not a UTF-8 text file (nor gzip-compressed text)", file=p) from None
+        except OSError as e:
+            raise VnnlibError(f"cannot read ({e.strerror or e})", file=p) from None
         src = source or str(p)
     else:
         src = source or (str(path) if path is not None else "<vnnlib>")

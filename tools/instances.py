@@ -1,0 +1,455 @@
+"""VNN-COMP mode of ``cf-run``: per-instance deadlines (``--timeout``) and benchmark folders (``--instances``).
+
+**Deadline.**  An instance runs in a *worker*, a child process started with ``multiprocessing``'s
+``spawn`` method that imports torch, compiles the certifier once and then analyses one instance per
+request.  The parent waits for the answer at most the instance's timeout; when none has come, it
+kills the worker (SIGKILL) and the verdict is ``timeout``.  Killing a process is the one way to stop
+an analysis that is inside a long torch kernel, a CUDA graph capture or a replay, or a z3/numpy call,
+without leaving a half-updated CUDA stream, allocator or graph behind: the driver reclaims the
+process's context, and the next instance gets a fresh worker.  A deadline checked between layers
+would not stop a long layer, and an exception raised asynchronously (signal) in the middle of a
+CUDA graph capture leaves the stream in capture mode.  The worker dies with its parent
+(``PR_SET_PDEATHSIG`` on Linux) and ignores Ctrl-C (the parent stops it).
+
+* ``cf-run --vnnlib P --timeout S`` (:func:`run_with_timeout`): the ``S`` seconds count from the start
+  of ``cf-run``, the worker's start-up (torch import, certifier compilation) included, so the whole
+  command ends within about ``S`` seconds.
+* ``cf-run --instances CSV`` (:func:`run_instances`): one worker serves all instances; each instance's
+  clock starts when the prepared worker gets it (loading the ONNX and VNN-LIB files, the analysis and
+  the counterexample search count), as VNN-COMP's ``prepare_instance.sh`` / ``run_instance.sh`` split
+  does; the start-ups (once, and again after each timeout) are reported apart.
+
+**instances.csv** (VNN-COMP's format): one instance per line, ``onnx,vnnlib,timeout`` -- paths relative
+to the CSV's folder, ``.gz`` files allowed (a path whose file is missing but whose ``.gz`` exists reads
+the ``.gz``: the competition's CSVs name ``net.onnx`` next to a shipped ``net.onnx.gz``), the timeout
+in seconds.  Blank lines and lines starting with ``#`` are skipped.  A line with another number of
+columns, or a timeout that is not a positive number, is a malformed CSV: one ``error: CSV:LINE: ...``
+line, exit status 1, nothing runs.  A missing file, a bad model or property, an unsupported operator
+make that instance ``error`` (one ``error: CSV:LINE: ...`` line on stderr) and the run goes on; the
+exit status is then 1 (3 when no instance failed but a ``--check`` found unsound bounds).
+
+``--results OUT.csv`` gets one line per instance, written as soon as it is decided:
+``onnx,vnnlib,verdict,seconds`` (the paths as written in the CSV), and the folder ``OUT_results/``
+one VNN-COMP result file per instance (:func:`result_file_name`).
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
+PREPARE_LIMIT_S = 600.0
+#: columns of an instances.csv line
+CSV_COLUMNS = ("onnx", "vnnlib", "timeout")
+
+
+# ---------------------------------------------------------------------------------------------
+# instances.csv
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class Instance:
+    """One line of an instances.csv."""
+
+    line: int
+    onnx_text: str  # as written in the CSV
+    vnnlib_text: str
+    onnx: Path  # resolved: relative to the CSV's folder, ``.gz`` when only that exists
+    vnnlib: Path
+    timeout: float
+    missing: str | None = None  # the error line when a file does not exist
+
+
+def read_instances(csv_path: str | Path) -> list[Instance]:
+    """The instances of ``csv_path``; :class:`~cfruntime.errors.DataError` (``error: CSV:LINE: ...``)
+    for a malformed file."""
+    from cfruntime.errors import DataError
+    from cfruntime.gzio import existing, read_text
+
+    path = Path(csv_path)
+    if path.is_dir() and (path / "instances.csv").is_file():  # a benchmark folder
+        path = path / "instances.csv"
+    if not path.is_file():
+        raise DataError("no such instances file" if not path.exists() else "not a file", file=path)
+    try:
+        text = read_text(path)
+    except UnicodeDecodeError:
+        raise DataError("not a text file (expected lines onnx,vnnlib,timeout)", file=path) from None
+    except OSError as e:
+        raise DataError(f"cannot read ({e.strerror or e})", file=path) from None
+    base = path.parent
+    out: list[Instance] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        try:
+            row = next(csv.reader([line]))
+        except csv.Error as e:
+            raise DataError(f"malformed CSV line ({e})", file=path, line=lineno) from None
+        row = [c.strip() for c in row]
+        if len(row) != len(CSV_COLUMNS):
+            raise DataError(f"expected {len(CSV_COLUMNS)} columns ({', '.join(CSV_COLUMNS)} in seconds), got {len(row)}",
+                            file=path, line=lineno)
+        onnx_text, vnnlib_text, timeout_text = row
+        if not onnx_text or not vnnlib_text:
+            raise DataError("empty onnx or vnnlib path", file=path, line=lineno)
+        try:
+            timeout = float(timeout_text)
+        except ValueError:
+            timeout = math.nan
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise DataError(f"timeout must be a positive number of seconds, got '{timeout_text}'", file=path, line=lineno)
+        onnx, vnnlib = existing(base / onnx_text), existing(base / vnnlib_text)
+        missing = [t for t, p in ((onnx_text, onnx), (vnnlib_text, vnnlib)) if not p.is_file()]
+        msg = None
+        if missing:
+            msg = str(DataError("no such file " + " nor ".join(f"'{m}'" for m in missing) + f" (in {base})",
+                                file=path, line=lineno))
+        out.append(Instance(lineno, onnx_text, vnnlib_text, onnx, vnnlib, timeout, msg))
+    if not out:
+        raise DataError("no instances (expected lines onnx,vnnlib,timeout)", file=path)
+    return out
+
+
+def result_file_name(inst: Instance) -> str:
+    """The name of an instance's result file in ``OUT_results/``: ``<line>_<onnx>_<vnnlib>.txt``
+    (the file names without their ``.onnx``/``.vnnlib``/``.gz`` endings)."""
+
+    def stem(text: str) -> str:
+        name = Path(text).name
+        for end in (".gz", ".onnx", ".vnnlib"):
+            if name.endswith(end):
+                name = name[: -len(end)]
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+    return f"{inst.line:04d}_{stem(inst.onnx_text)}_{stem(inst.vnnlib_text)}.txt"
+
+
+def results_dir(results_csv: str | Path) -> Path:
+    """``OUT_results`` next to ``OUT.csv``."""
+    p = Path(results_csv)
+    return p.with_name(p.stem + "_results")
+
+
+# ---------------------------------------------------------------------------------------------
+# the worker process
+# ---------------------------------------------------------------------------------------------
+class WorkerTimeout(Exception):
+    """The worker did not answer in time (it has been killed)."""
+
+
+@dataclass
+class Outcome:
+    """What became of one instance."""
+
+    verdict: str  # unsat / sat / unknown / timeout / error
+    seconds: float
+    out: dict | None = None  # cf-run's JSON object of the instance (None for timeout and error)
+    lines: list[str] = field(default_factory=list)  # its summary lines
+    check_error: str | None = None  # the error line of an unsound --check
+    message: str | None = None  # the error line, for error
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this process when its parent dies (no orphaned analysis)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+
+
+def _worker_main(conn, args) -> None:
+    """The worker: compile the certifier, then answer ``("run", net, vnnlib)`` requests until ``("stop",)``."""
+    import os
+    import signal
+
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    from cfmlir.tools import cf_run
+
+    def failed(e: BaseException) -> str:
+        if os.environ.get("CF_RUN_TRACEBACK") and cf_run.is_internal_error(e):
+            import traceback
+
+            traceback.print_exc()
+        return cf_run.error_line(e)
+
+    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    try:
+        loaded = cf_run._load_program(args, certifier)
+        conn.send(("ready", loaded.compile_s))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        conn.send(("failed", failed(e)))
+        return
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg[0] != "run":
+            return
+        _, net, vnnlib = msg
+        a = copy.copy(args)
+        a.net, a.vnnlib, a.instances, a.json, a.results, a.timeout = net, vnnlib, None, None, None, None
+        try:
+            check = cf_run._parse_check(a)
+            out, lines, check_error = cf_run.vnnlib_instance(a, loaded, certifier, check)
+            reply = ("done", out, lines, check_error)
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            reply = ("failed", failed(e))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        conn.send(reply)
+
+
+class Worker:
+    """A worker process (see the module docstring); :meth:`kill` abandons it at once."""
+
+    def __init__(self, args):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")  # never fork a process that may hold a CUDA context or torch threads
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, args), daemon=True, name="cf-run-worker")
+        self.proc.start()
+        child.close()
+        self.compile_s: float | None = None
+
+    def _answer(self, limit: float):
+        """The worker's next message, or :class:`WorkerTimeout` after ``limit`` seconds (the worker is
+        then killed); a worker that died answers ``("failed", <why>)``."""
+        if not self.conn.poll(max(limit, 0.0)):
+            self.kill()
+            raise WorkerTimeout()
+        try:
+            return self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.join(5)
+            code = self.proc.exitcode
+            how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+            self.kill()
+            return ("failed", f"error: the analysis process died ({how}; out of memory?)")
+
+    def prepare(self, limit: float) -> float:
+        """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.cf_run.ReportedError`
+        when it cannot be, :class:`WorkerTimeout` after ``limit`` seconds."""
+        from cfmlir.tools.cf_run import ReportedError
+
+        msg = self._answer(limit)
+        if msg[0] != "ready":
+            self.kill()
+            raise ReportedError(msg[1])
+        self.compile_s = msg[1]
+        return self.compile_s
+
+    def run(self, net: Path | None, vnnlib: Path, limit: float) -> Outcome:
+        """Decide one instance within ``limit`` seconds (``net`` None: cf-run's default network)."""
+        t0 = time.perf_counter()
+        self.conn.send(("run", None if net is None else str(net), str(vnnlib)))
+        try:
+            msg = self._answer(limit)
+        except WorkerTimeout:
+            return Outcome("timeout", time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
+        if msg[0] == "done":
+            _, out, lines, check_error = msg
+            return Outcome(out["verdict"], seconds, out, lines, check_error)
+        return Outcome("error", seconds, message=msg[1])
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(10)
+        self.conn.close()
+
+    def close(self) -> None:
+        """Stop the worker (politely when it is idle, else by killing it)."""
+        if self.proc.is_alive():
+            try:
+                self.conn.send(("stop",))
+            except (OSError, ValueError):
+                pass
+            self.proc.join(5)
+        self.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+# cf-run --vnnlib P --timeout S
+# ---------------------------------------------------------------------------------------------
+def run_with_timeout(args, start: float) -> int:
+    """One VNN-LIB instance with a deadline of ``args.timeout`` seconds from ``start``; cf-run's exit status."""
+    from cfmlir.tools import cf_run
+
+    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    deadline = start + args.timeout
+    worker = Worker(args)
+    try:
+        try:
+            worker.prepare(deadline - time.perf_counter())
+            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), deadline - time.perf_counter())
+        except WorkerTimeout:
+            outcome = Outcome("timeout", time.perf_counter() - start)
+    finally:
+        worker.close()
+    if outcome.verdict == "error":
+        raise cf_run.ReportedError(outcome.message)
+    if outcome.verdict != "timeout":
+        return cf_run.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error)
+    elapsed = time.perf_counter() - start
+    net = args.net
+    if net is None:
+        from cfruntime.default_data import default_network_path
+
+        net = default_network_path()
+    out = {"certifier": str(certifier), "network": str(net), "vnnlib": str(args.vnnlib), "verdict": "timeout",
+           "timeout_s": args.timeout, "times": {"elapsed_s": elapsed}}
+    lines = [f"certifier {certifier} on {Path(net).name}, property {Path(args.vnnlib).name} "
+             f"(engine: {cf_run._engine_label(args)})",
+             "verdict:   timeout",
+             f"time:      {elapsed:.3f}s (limit {args.timeout:g}s)"]
+    return cf_run.finish_vnnlib(args, out, lines, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# cf-run --instances CSV
+# ---------------------------------------------------------------------------------------------
+def run_instances(args) -> int:
+    """Every instance of ``args.instances``; cf-run's exit status (see the module docstring)."""
+    from cfmlir.tools import cf_run
+    from cfruntime.results import VERDICTS
+
+    t_start = time.perf_counter()
+    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    instances = read_instances(args.instances)
+    csv_path = Path(args.instances)
+    if csv_path.is_dir():
+        csv_path = csv_path / "instances.csv"
+    out_csv, res_dir, csv_file, writer = None, None, None, None
+    if args.results:
+        out_csv = Path(args.results)
+        res_dir = results_dir(out_csv)
+        try:
+            res_dir.mkdir(parents=True, exist_ok=True)
+            csv_file = open(out_csv, "w", encoding="utf-8", newline="")
+        except OSError as e:
+            raise cf_run.UsageError(f"cannot write {e.filename or out_csv}: {e.strerror or e}") from None
+        writer = csv.writer(csv_file, lineterminator="\n")
+    if not args.quiet:
+        print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {cf_run._engine_label(args)})",
+              flush=True)
+    counts = {v: 0 for v in VERDICTS}
+    rows, startup_s, unsound = [], 0.0, 0
+    worker = None
+    try:
+        for k, inst in enumerate(instances, start=1):
+            limit = args.timeout if args.timeout is not None else inst.timeout
+            if inst.missing is not None:
+                outcome = Outcome("error", 0.0, message=inst.missing)
+            else:
+                if worker is None:
+                    t0 = time.perf_counter()
+                    worker = Worker(args)
+                    try:
+                        worker.prepare(PREPARE_LIMIT_S)
+                    except WorkerTimeout:
+                        raise cf_run.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
+                    finally:
+                        startup_s += time.perf_counter() - t0
+                outcome = worker.run(inst.onnx, inst.vnnlib, limit)
+                if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
+                    worker.close()
+                    worker = None
+                if outcome.verdict == "error":
+                    outcome.message = _at_line(outcome.message, csv_path, inst.line)
+            counts[outcome.verdict] += 1
+            if outcome.message:
+                print(outcome.message, file=sys.stderr, flush=True)
+            if outcome.check_error:
+                unsound += 1
+                print(_at_line(outcome.check_error, csv_path, inst.line), file=sys.stderr, flush=True)
+            if writer is not None:
+                cex = (outcome.out or {}).get("counterexample")
+                cf_run.write_results_file(res_dir / result_file_name(inst), outcome.verdict, cex)
+                writer.writerow([inst.onnx_text, inst.vnnlib_text, outcome.verdict, f"{outcome.seconds:.3f}"])
+                csv_file.flush()
+            rows.append({"line": inst.line, "onnx": inst.onnx_text, "vnnlib": inst.vnnlib_text, "verdict": outcome.verdict,
+                         "time_s": outcome.seconds, "timeout_s": limit, "message": outcome.message, "result": outcome.out})
+            if not args.quiet:
+                print(f"[{k}/{len(instances)}] {inst.onnx_text} {inst.vnnlib_text}: {outcome.verdict} "
+                      f"({outcome.seconds:.3f}s)", flush=True)
+    finally:
+        if worker is not None:
+            worker.close()
+        if csv_file is not None:
+            csv_file.close()
+    total_s = time.perf_counter() - t_start
+    instances_s = sum(r["time_s"] for r in rows)
+    if args.json:
+        cf_run._write_json(args.json, {"certifier": str(certifier), "instances_csv": str(csv_path), "instances": rows,
+                                       "counts": counts, "times": {"total_s": total_s, "instances_s": instances_s,
+                                                                   "startup_s": startup_s}})
+    if not args.quiet:
+        print("verdicts:  " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+        print(f"time:      {total_s:.3f}s total ({instances_s:.3f}s in the instances, {startup_s:.3f}s starting "
+              f"the analysis process)")
+        if out_csv is not None:
+            print(f"results:   {out_csv} (result files in {res_dir})")
+    if counts["error"]:
+        return 1
+    return cf_run.EXIT_UNSOUND if unsound else 0
+
+
+def _at_line(message: str, csv_path: Path, line: int) -> str:
+    """``error: CSV:LINE: <message>`` (a message already naming that line is kept)."""
+    where = f"{csv_path}:{line}: "
+    body = message[len("error: "):] if message.startswith("error: ") else message
+    return message if body.startswith(where) else f"error: {where}{body}"
+
+
+# ---------------------------------------------------------------------------------------------
+# vnncomp/prepare_instance.sh
+# ---------------------------------------------------------------------------------------------
+def prepare_main(argv: list[str] | None = None) -> int:
+    """``python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB``: compile the certifier (into the
+    cache, so ``run_instance.sh`` finds it compiled) and check that the network and the property load
+    and match; one ``error:`` line and exit status 1 when they do not.  No analysis."""
+    from cfmlir.tools import cf_run
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 4 or argv[0] != "prepare":
+        print("error: usage: python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB", file=sys.stderr)
+        return 1
+    _, certifier, net, vnnlib = argv
+    try:
+        from cfruntime.errors import PropertyError
+        from cfruntime.properties import parse_vnnlib
+
+        args = cf_run.build_parser().parse_args(["--certifier", certifier])
+        cf_run._load_program(args, certifier)
+        network, _prep = cf_run._load_network(Path(net))
+        prop = parse_vnnlib(vnnlib)
+        if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
+            raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
+                                f"{network.input_size} and {network.output_size}", file=vnnlib)
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback
+        print(cf_run.error_line(e), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(prepare_main())
