@@ -27,14 +27,20 @@ _BINARY = {
 _IDENTITY = {("and", 1.0), ("or", 0.0), ("add", 0.0), ("sub", 0.0), ("mult", 1.0), ("div", 1.0)}
 
 
+def _known(v) -> bool:
+    """A scalar constant whose value is known here (a ``cftensor.const``; a scalar computed by other
+    ops, e.g. a ternary of constants, has a constant type but no value yet)."""
+    return is_scalar_const(v) and const_value(v) is not None
+
+
 class FoldConstants(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if isinstance(op, ct.UnaryOp) and is_scalar_const(op.input) and op.op.data in _UNARY:
+        if isinstance(op, ct.UnaryOp) and _known(op.input) and op.op.data in _UNARY:
             self._fold(op, _UNARY[op.op.data](const_value(op.input)), rewriter)
         elif isinstance(op, (ct.BinaryOp, ct.MultOp)):
             name = op.op.data if isinstance(op, ct.BinaryOp) else "mult"
             a, b = op.operands
-            if is_scalar_const(a) and is_scalar_const(b):
+            if _known(a) and _known(b):
                 fn = operator.mul if name == "mult" else operator.truediv if name == "div" else _BINARY.get(name)
                 if fn is not None:
                     try:
@@ -43,7 +49,7 @@ class FoldConstants(RewritePattern):
                         return
                 return
             for x, k in ((a, b), (b, a)) if name in ("and", "or", "add", "mult") else ((a, b),):
-                if is_scalar_const(k) and (name, const_value(k)) in _IDENTITY and x.type == op.results[0].type:
+                if _known(k) and (name, const_value(k)) in _IDENTITY and x.type == op.results[0].type:
                     rewriter.replace(op, [], [x])
                     return
 

@@ -7,6 +7,10 @@ Layout (like xDSL's ``tests/filecheck``):
 * ``roundtrip/``   -- hand-written ``cf`` IR (``.mlir``): print -> parse -> print, verifier errors
 * ``compiler/``    -- ``--shape-analysis`` on the paper's running example, each rewrite on
   hand-written ``cftensor`` IR, and ``-t python``
+* ``passes/``      -- one test per registered pass that ``compiler/`` does not cover (fold-parts,
+  fold-constants, domain-rewrites, cse, dce, cftensor-licm), named after the pass
+* ``cftensor/``    -- every ``cftensor`` op round-tripped (``roundtrip.mlir``) and verifier/type errors
+  (``invalid/``, one case per file like ``diagnostics/``)
 
 Substitutions: ``cf-opt`` and ``filecheck`` are the executables of the running Python's
 environment, ``%certifiers`` is the directory of the shipped ``.cf`` files, ``%python`` the

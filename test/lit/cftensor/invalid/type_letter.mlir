@@ -1,0 +1,13 @@
+// An unknown type letter in !cftensor.t: rejected by the type's parser, as one line file:line:col: error: ...
+builtin.module {
+  cftensor.rule "t" "Relu" {
+    %x = cftensor.input "x" : !cftensor.t<X, [batch, curr], [1, 1]>
+    cftensor.return %x : !cftensor.t<X, [batch, curr], [1, 1]>
+  }
+}
+
+// RUN: cd %S && not cf-opt type_letter.mlir 2> %t.err
+// RUN: filecheck %s --input-file %t.err
+// CHECK-NOT: Traceback
+// CHECK: {{^}}type_letter.mlir:4:44: error: unknown type letter 'X', expected one of IRBNEPSC{{$}}
+// CHECK-NOT: {{.}}

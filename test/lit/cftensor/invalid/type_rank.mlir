@@ -1,0 +1,13 @@
+// A !cftensor.t element whose shape and broadcast factor differ in rank: rejected by the type's parser, as one line file:line:col: error: ...
+builtin.module {
+  cftensor.rule "t" "Relu" {
+    %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1]>
+    cftensor.return %x : !cftensor.t<R, [batch, curr], [1]>
+  }
+}
+
+// RUN: cd %S && not cf-opt type_rank.mlir 2> %t.err
+// RUN: filecheck %s --input-file %t.err
+// CHECK-NOT: Traceback
+// CHECK: {{^}}type_rank.mlir:4:64: error: shape and broadcast factor must have the same rank{{$}}
+// CHECK-NOT: {{.}}

@@ -1,0 +1,14 @@
+// An unknown unary operation: rejected by UnaryOp.verify_, as one line file:line:col: error: ...
+builtin.module {
+  cftensor.rule "t" "Relu" {
+    %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
+    %y = cftensor.unary "log" %x : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    cftensor.return %y : !cftensor.t<R, [batch, curr], [1, 1]>
+  }
+}
+
+// RUN: cd %S && not cf-opt unary_op.mlir 2> %t.err
+// RUN: filecheck %s --input-file %t.err
+// CHECK-NOT: Traceback
+// CHECK: {{^}}unary_op.mlir:5:5: error: 'cftensor.unary' op unknown unary operation 'log'{{$}}
+// CHECK-NOT: {{.}}
