@@ -15,6 +15,7 @@ default).  Per row:
 * times (median of ``--repeat`` runs, after one warm-up) of raw and widened float32 runs, and their ratio.
 
     .venv/bin/python bench/float32_widening.py [--n 10] [--nets ...] [--certifiers ...] [--out bench/results/float32_widening.json]
+    .venv/bin/python bench/float32_widening.py --times-only NET:CERTIFIER ... --out bench/results/float32_widening_times.json
 """
 
 from __future__ import annotations
@@ -71,6 +72,29 @@ def _violations(net, mnet, prop, res, tol):
                         n_samples=64, n_vertices=16, pgd_steps=10, tol=tol)
 
 
+def times_only(args) -> None:
+    """Raw and widened float32 runs alternated (one warm-up each), the best of ``--repeat``: a quieter
+    measurement of the widening's time cost than the full table's."""
+    rows = []
+    for spec in args.times_only:
+        net_name, name = spec.split(":")
+        net, prop = load_paper_problem(net_name, args.n, shared_dir())
+        mnet = net.with_margin_layer(prop.C)
+        cert = compile_certifier(*load_certifier_source(name), pipeline_for(True))
+        t = {False: [], True: []}
+        for _ in range(args.repeat + 1):
+            for widen in (False, True):
+                t0 = time.perf_counter()
+                _run(cert, mnet, prop, torch.float32, widen)
+                t[widen].append(time.perf_counter() - t0)
+        raw, wide = min(t[False][1:]), min(t[True][1:])
+        rows.append({"network": net_name, "certifier": name, "n": args.n, "seconds_raw_float32": raw,
+                     "seconds_widened_float32": wide, "time_ratio": wide / raw})
+        print(f"{net_name:30} {name:10} raw {raw:.4f} s  widened {wide:.4f} s  ratio {wide / raw:.2f}", flush=True)
+    Path(args.out).write_text(json.dumps({"meta": {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                                                    "device": "cpu"}, "rows": rows}, indent=1) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10)
@@ -79,7 +103,11 @@ def main() -> None:
     ap.add_argument("--nets", nargs="+", default=list(NETS))
     ap.add_argument("--certifiers", nargs="+", default=list(BASE_CERTIFIERS))
     ap.add_argument("--out", default="bench/results/float32_widening.json")
+    ap.add_argument("--times-only", nargs="+", metavar="NET:CERTIFIER", default=None,
+                    help="only time raw and widened float32 runs of these pairs, alternating, best of --repeat")
     args = ap.parse_args()
+    if args.times_only:
+        return times_only(args)
     shared = shared_dir()
     if shared is None:
         raise SystemExit("error: ../shared (networks and data) not found")
