@@ -1,0 +1,104 @@
+"""Coverage of VNN-COMP benchmarks, measured: runs benchmark folders through ``cf-run --instances`` and
+prints a table per benchmark (issue 16).
+
+    .venv/bin/python bench/vnncomp.py DIR [DIR ...] [--certifier deeppoly] [--timeout S] [--device cpu]
+                                      [--dtype float64] [--out bench/results/vnncomp.json]
+
+``DIR`` is a benchmark folder holding ``instances.csv`` (the competition's layout: ``onnx,vnnlib,timeout``
+per line, paths relative to the folder, ``.gz`` files allowed), or a folder whose sub-folders are such
+benchmarks (e.g. a checkout of ``vnncomp2022_benchmarks/benchmarks``).  Per benchmark: instances,
+how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``/``unknown``/``timeout``/
+``error`` counts, the most common error reasons, and the time (instances, and starting the analysis
+process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run).
+Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+VERDICTS = ("unsat", "sat", "unknown", "timeout", "error")
+CF_RUN = [sys.executable, "-m", "cfmlir.tools.cf_run"]
+
+
+def benchmarks(dirs: list[str]) -> list[Path]:
+    """Every benchmark folder (one with instances.csv) named or directly below a named folder."""
+    found = []
+    for d in map(Path, dirs):
+        if (d / "instances.csv").is_file():
+            here = [d]
+        else:
+            here = sorted(p for p in d.iterdir() if (p / "instances.csv").is_file()) if d.is_dir() else []
+        if not here:
+            raise SystemExit(f"error: {d}: no instances.csv in it or in its sub-folders")
+        found += here
+    return found
+
+
+def reason(message: str | None) -> str:
+    """The kind of an error message (``error: CSV:LINE: net.onnx: unsupported ONNX op 'X' ...`` ->
+    ``unsupported ONNX op 'X'``)."""
+    text = (message or "").strip()
+    for key in ("unsupported ONNX op", "has no rule for", "no such", "out of memory"):
+        i = text.find(key)
+        if i >= 0:
+            return text[i:].split(" at node")[0].split(" (layer")[0][:80]
+    return text.split(": ")[-1][:80] if text else "?"
+
+
+def run_benchmark(folder: Path, args) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        out_json = Path(tmp) / "out.json"
+        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(folder / "instances.csv"), "--json", str(out_json),
+                        "--device", args.device, "--dtype", args.dtype, "--quiet"]
+        if args.timeout is not None:
+            cmd += ["--timeout", str(args.timeout)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if not out_json.is_file():  # the run could not start (malformed CSV, bad flags): one line says why
+            msg = (p.stderr.strip().splitlines() or ["?"])[-1]
+            return {"benchmark": folder.name, "failed": msg}
+        d = json.loads(out_json.read_text())
+    rows = d["instances"]
+    counts = Counter(r["verdict"] for r in rows)
+    errors = Counter(reason(r.get("message")) for r in rows if r["verdict"] == "error")
+    return {"benchmark": folder.name, "instances": len(rows), "analysed": len(rows) - counts["error"],
+            **{v: counts[v] for v in VERDICTS}, "error_reasons": dict(errors.most_common()),
+            "instances_s": d["times"]["instances_s"], "startup_s": d["times"]["startup_s"], "rows": rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dirs", nargs="+")
+    ap.add_argument("--certifier", default="deeppoly")
+    ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    ap.add_argument("--out", default="bench/results/vnncomp.json")
+    args = ap.parse_args()
+    results = []
+    print(f"{'benchmark':24} {'inst':>5} {'analysed':>8} {'unsat':>5} {'sat':>4} {'unknown':>7} {'timeout':>7} "
+          f"{'error':>5} {'time s':>8}  most common error")
+    for folder in benchmarks(args.dirs):
+        r = run_benchmark(folder, args)
+        results.append(r)
+        if "failed" in r:
+            print(f"{r['benchmark']:24} not run: {r['failed']}", flush=True)
+            continue
+        top = next(iter(r["error_reasons"].items()), None)
+        print(f"{r['benchmark']:24} {r['instances']:5d} {r['analysed']:8d} {r['unsat']:5d} {r['sat']:4d} {r['unknown']:7d} "
+              f"{r['timeout']:7d} {r['error']:5d} {r['instances_s']:8.2f}  {f'{top[1]}x {top[0]}' if top else ''}",
+              flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
+                                          "timeout_override_s": args.timeout, "benchmarks": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
