@@ -4,7 +4,7 @@ prints a table per benchmark (issue 16).
     .venv/bin/python bench/vnncomp.py DIR [DIR ...] [--certifier deeppoly] [--timeout S] [--device cpu]
                                       [--dtype float64] [--out bench/results/vnncomp.json]
 
-``DIR`` is a benchmark folder holding ``instances.csv`` (the competition's layout: ``onnx,vnnlib,timeout``
+``DIR`` is a benchmark folder holding ``instances.csv`` (or 2021's ``<name>_instances.csv``; the competition's layout: ``onnx,vnnlib,timeout``
 per line, paths relative to the folder, ``.gz`` files allowed), or a folder whose sub-folders are such
 benchmarks (e.g. a checkout of ``vnncomp2022_benchmarks/benchmarks``).  Per benchmark: instances,
 how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``/``unknown``/``timeout``/
@@ -27,14 +27,22 @@ VERDICTS = ("unsat", "sat", "unknown", "timeout", "error")
 CF_RUN = [sys.executable, "-m", "cfmlir.tools.cf_run"]
 
 
+def instances_csv(folder: Path) -> Path | None:
+    """The folder's ``instances.csv`` (VNN-COMP 2022 on), or its one ``*_instances.csv`` (2021)."""
+    if (folder / "instances.csv").is_file():
+        return folder / "instances.csv"
+    named = sorted(folder.glob("*_instances.csv")) if folder.is_dir() else []
+    return named[0] if len(named) == 1 else None
+
+
 def benchmarks(dirs: list[str]) -> list[Path]:
-    """Every benchmark folder (one with instances.csv) named or directly below a named folder."""
+    """Every benchmark folder (one with an instances CSV) named or directly below a named folder."""
     found = []
     for d in map(Path, dirs):
-        if (d / "instances.csv").is_file():
+        if instances_csv(d) is not None:
             here = [d]
         else:
-            here = sorted(p for p in d.iterdir() if (p / "instances.csv").is_file()) if d.is_dir() else []
+            here = sorted(p for p in d.iterdir() if instances_csv(p) is not None) if d.is_dir() else []
         if not here:
             raise SystemExit(f"error: {d}: no instances.csv in it or in its sub-folders")
         found += here
@@ -55,7 +63,7 @@ def reason(message: str | None) -> str:
 def run_benchmark(folder: Path, args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "out.json"
-        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(folder / "instances.csv"), "--json", str(out_json),
+        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(instances_csv(folder)), "--json", str(out_json),
                         "--device", args.device, "--dtype", args.dtype, "--quiet"]
         if args.timeout is not None:
             cmd += ["--timeout", str(args.timeout)]

@@ -803,8 +803,14 @@ class _Loader:
 
     def op_MatMul(self, node, ins, a):
         x, w = ins
+        if isinstance(w, _Lin) and not isinstance(x, _Lin) and len(w.shape) == 1:
+            # constant @ vector (VNN-COMP `test` nets: W @ X_0 with X_0 of shape [n]): W x = x W^T
+            Wm = np.asarray(x.value, dtype=np.float64)
+            if Wm.ndim != 2 or Wm.shape[1] != w.shape[0]:
+                raise self.unsupported(node, f"MatMul of shapes {Wm.shape} and {w.shape}")
+            return self.rowwise(w, node, Wm.copy(), np.zeros(Wm.shape[0]), (Wm.shape[0],))
         if not isinstance(x, _Lin) or isinstance(w, _Lin):
-            raise self.unsupported(node, "only data @ constant is supported")
+            raise self.unsupported(node, "only data @ constant and constant @ vector are supported")
         Wm = np.asarray(w.value, dtype=np.float64)
         if len(x.shape) < 1 or Wm.ndim != 2 or Wm.shape[0] != x.shape[-1]:
             raise self.unsupported(node, f"MatMul of shapes {x.shape} and {Wm.shape}")

@@ -192,6 +192,24 @@ def test_rank_one_unbatched_input(n_in):
     assert kinds(net) == [("input", None), ("affine", "dense"), ("relu", None), ("affine", "dense")]
 
 
+@pytest.mark.parametrize("n_in", [1, 3])
+def test_constant_matmul_vector_input(n_in):
+    """VNN-COMP 2021's test_small: ``MatMul(W, X_0)`` with the constant first and a vector input [n]."""
+    inits = {"W0": f32(2, n_in), "B0": f32(2), "W1": f32(1, 2), "B1": f32(1)}
+    nodes = [helper.make_node("MatMul", ["W0", "X"], ["m0"], name="M0"), helper.make_node("Add", ["m0", "B0"], ["h0"], name="A0"),
+             helper.make_node("Relu", ["h0"], ["r0"], name="R0"), helper.make_node("MatMul", ["W1", "r0"], ["m1"], name="M1"),
+             helper.make_node("Add", ["m1", "B1"], ["Y"], name="A1")]
+    net = check_against_ort(raw_model(nodes, inits, [n_in], [1]))
+    assert net.input_shape == (n_in,) and kinds(net) == [("input", None), ("affine", "dense"), ("relu", None), ("affine", "dense")]
+
+
+def test_constant_matmul_of_a_matrix_is_refused_in_one_line(tmp_path):
+    inits = {"W": f32(4, 2)}
+    model = raw_model([helper.make_node("MatMul", ["W", "X"], ["Y"], name="M0")], inits, [2, 3], [4, 3])
+    with pytest.raises(UnsupportedOpError, match="MatMul.*M0"):
+        network_from_model(model)
+
+
 def test_unbatched_matrix_input_rowwise_matmul_and_reshape():
     inits = {"W": f32(3, 4), "b": f32(4), "shape": np.array([8], np.int64), "W2": f32(8, 3)}
     nodes = [helper.make_node("MatMul", ["X", "W"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["a"], name="add"),
