@@ -1,1 +1,30 @@
-"""cfmlir"""
+"""cfmlir: compile ConstraintFlow certifiers to tensor code and run them (see :mod:`cfmlir.api`).
+
+::
+
+    import cfmlir
+    cert = cfmlir.compile("deeppoly")
+    net = cfmlir.load_network("net.onnx")
+    prop = cfmlir.robustness_property(net, "images.csv", eps=0.005)
+    res = cfmlir.certify(cert, net, prop)
+
+Importing this package is cheap: the API's names are loaded on first use, and torch/xDSL only by the
+functions that need them.
+"""
+
+_API = ("Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
+        "load_vnnlib", "certify", "engine_for")
+
+__all__ = list(_API)
+
+
+def __getattr__(name):
+    if name in _API:
+        from cfmlir import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'cfmlir' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_API))

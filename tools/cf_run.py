@@ -23,7 +23,9 @@ certified-among-correct and times.  ``--json OUT`` writes::
      "batch_size": {"requested", "used"}, "provenance": {...}}
 
 (a sample is certified iff it is classified correctly and every margin j != true has a lower
-bound > 0).  VNN-LIB mode writes ``{"certifier", "network", "vnnlib", "verdict", "regions":
+bound > 0).  ``--layer-bounds`` (with ``--json``) adds ``"layer_bounds": {layer: {"lower": [[...]], "upper":
+[[...]]}}``: every layer's bounds but the input's, one list per sample (the last layer is the margins,
+its own column unzeroed).  The same analysis is :func:`cfmlir.certify` (:mod:`cfmlir.api`).  VNN-LIB mode writes ``{"certifier", "network", "vnnlib", "verdict", "regions":
 [{"row_lb": [...], "row_ub": [...]}], "times": {...}, "provenance": {...}}`` with the verdict ``unsat`` (every disjunct of
 the counterexample region refuted), ``sat`` (a concrete counterexample found by sampling/PGD and
 confirmed by the network, ``"counterexample": {"x", "y", "region", "disjunct"}``) or ``unknown``.  ``.onnx.gz`` and ``.vnnlib.gz`` files are read transparently.
@@ -148,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"relative tolerance of the check: a value v violates lower bound l if v < l - TOL*max(1,|l|) "
                         f"(default {DEFAULT_CHECK_TOL:g})")
     p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON to OUT")
+    p.add_argument("--layer-bounds", action="store_true",
+                   help="dataset mode, with --json: add every layer's lower/upper bounds per sample to the JSON "
+                        "(\"layer_bounds\": {layer: {\"lower\": [...], \"upper\": [...]}})")
     p.add_argument("--timeout", default=None, metavar="S",
                    help="VNN-LIB: stop an instance after S seconds (verdict 'timeout'); with --instances it replaces "
                         "the timeout column of the CSV")
@@ -262,58 +267,34 @@ def _engine_label(args) -> str:
     return f"compiled, {mode}, {args.dtype}{' widened' if widened else ''}, batch {args.batch_size}"
 
 
-def _compiled_bounds(args, cert, net, lb, ub, C, check=None, first: int = 0):
-    """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine (checked by
-    ``check``, a :class:`_SoundnessCheck`, when given; the boxes are samples ``first...``)."""
-    from cfruntime.flow.engine import out_of_memory_at
+def _compiled_engine(args, cert):
+    """The :class:`cfmlir.engines.CompiledEngine` of ``cert`` with this run's options."""
+    from cfmlir.engines import CompiledEngine
 
-    # the margins' weights are per sample ([B, K, n]): a batch may not fit here already
-    mnet = out_of_memory_at(lambda: net.with_margin_layer(C), net.layers[-1].index, "margins", len(C), args.device)
-    if check is None:
+    return CompiledEngine(cert, sparse=not args.no_sparse, dtype=args.dtype, device=args.device, widen=args.widen)
+
+
+def _compiled_bounds(args, cert, net, lb, ub, C, check=None, first: int = 0, with_layers: bool = False):
+    """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine (checked by
+    ``check``, a :class:`_SoundnessCheck`, when given; the boxes are samples ``first...``);
+    ``with_layers``: and every layer's bounds (see :func:`_compiled_run`)."""
+    from cfmlir.engines import margin_network
+
+    mnet = margin_network(net, C, args.device)
+    if check is None and not with_layers:
         return _compiled_run(args, cert, mnet, lb, ub)
     lo, hi, layers = _compiled_run(args, cert, mnet, lb, ub, with_layers=True)
-    check(mnet, lb, ub, layers, first)
-    return lo, hi
+    if check is not None:
+        check(mnet, lb, ub, layers, first)
+    return (lo, hi, layers) if with_layers else (lo, hi)
 
 
 def _compiled_run(args, cert, mnet, lb, ub, with_layers: bool = False):
     """Bounds of the last layer of ``mnet`` over the boxes (``[B, n]`` each), by the compiled engine;
     ``with_layers``: and ``{layer: (lower, upper)}`` of every layer but the input (the last included),
     the certifier's Float lower/upper members, on the CPU in float64."""
-    import torch
-
-    from cfruntime.flow.engine import run_certifier
-
-    lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, mnet.input_size)
-    ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, mnet.input_size)
-    dtype = torch.float64 if args.dtype == "float64" else torch.float32
-    # a replayed CUDA graph keeps the last layer's bounds only: the check needs every layer's
-    widen = {"auto": None, "on": True, "off": False}[args.widen]
-    res = run_certifier(cert, mnet, lb, ub, sparse=not args.no_sparse, dtype=dtype, device=args.device, widen=widen,
-                        **({"graph": False} if with_layers else {}))
-    lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
-    if not with_layers:
-        return lower, upper
-    return lower, upper, _layer_bounds(cert, mnet, res, lower, upper)
-
-
-def _layer_bounds(cert, mnet, res, lower, upper) -> dict:
-    """``{layer: (lower [B, n], upper [B, n])}`` from an engine result's store (the input layer, the
-    box itself by construction, left out)."""
-    import torch
-
-    from cfruntime import contract
-    from cfruntime import tensor as gb
-
-    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
-    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
-    b = lower.shape[0]
-    out = {}
-    for layer in mnet.layers[1:-1]:
-        out[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, name)).to("cpu", torch.float64).expand(b, -1)
-                                 for name in (lo_name, hi_name))
-    out[mnet.layers[-1].index] = (lower, upper)
-    return out
+    lower, upper, layers = _compiled_engine(args, cert).bounds(mnet, lb, ub, with_layers)
+    return (lower, upper, layers) if with_layers else (lower, upper)
 
 
 class _SoundnessCheck:
@@ -472,6 +453,8 @@ def run(args) -> int:
             raise UsageError("--instances cannot be combined with --net, --vnnlib, --data, --eps or --n")
     elif args.vnnlib is None and (args.timeout is not None or args.results is not None):
         raise UsageError("--timeout and --results apply to VNN-LIB properties (--vnnlib or --instances)")
+    if getattr(args, "layer_bounds", False) and (args.vnnlib is not None or args.instances is not None):
+        raise UsageError("--layer-bounds applies to dataset mode (--data) only")
     _check_preprocessing_flags(args)
     check = _parse_check(args)
     if args.instances is not None:
@@ -543,27 +526,33 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
     labels = [int(v) for v in prop.labels.tolist()]
     correct = [bool(int(p) == l) for p, l in zip(preds.tolist(), labels)]
     certified, mlb, mub = [], [], []
+    want_layers = bool(getattr(args, "layer_bounds", False))
+    layer_bounds: dict[int, tuple[list, list]] = {}  # --layer-bounds: layer -> (lower rows, upper rows)
     if args.engine == "interpreter":
         per_layer: dict[int, tuple[list, list]] = {}
         for i in _progress(range(n), n, args.quiet, f"{Path(str(certifier)).stem}"):
-            r = certify_sample(prog, net, prop.lb[i], prop.ub[i], labels[i], keep_analysis=check is not None)
+            r = certify_sample(prog, net, prop.lb[i], prop.ub[i], labels[i],
+                               keep_analysis=check is not None or want_layers)
             certified.append(bool(correct[i] and r.certified))
             mlb.append(r.margin_lb)
             mub.append(r.margin_ub)
-            if check is not None:
+            if check is not None or want_layers:
                 for k, (lo, hi) in r.analysis.layer_bounds().items():
                     if k > 0:  # the input layer is the box itself
                         per_layer.setdefault(k, ([], []))[0].append(lo)
                         per_layer[k][1].append(hi)
         if check is not None:
             _check_interpreter_bounds(args, check, net, prop, per_layer)
+        if want_layers:
+            layer_bounds = per_layer
     else:
         from cfruntime.flow.batching import in_batches
 
         bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
 
         def run_slice(lo: int, hi: int):
-            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi], check, lo)
+            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi], check, lo,
+                                   with_layers=want_layers)
             if hasattr(bar, "update"):
                 bar.update(hi - lo)
             return out
@@ -575,7 +564,10 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
         if hasattr(bar, "close"):
             bar.close()
         batch_used = report.used
-        for start, stop, (lo, hi) in slices:
+        for start, stop, (lo, hi, *layers) in slices:
+            for k, (l_lo, l_hi) in (layers[0].items() if layers else ()):
+                layer_bounds.setdefault(k, ([], []))[0].extend(l_lo.tolist())
+                layer_bounds[k][1].extend(l_hi.tolist())
             for j, i in enumerate(range(start, stop)):
                 row_lo, row_hi = lo[j].tolist(), hi[j].tolist()
                 row_lo[labels[i]] = row_hi[labels[i]] = 0.0  # the own column is y_true - y_true
@@ -601,6 +593,8 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if args.engine == "interpreter" else batch_used}
+    if want_layers:
+        out["layer_bounds"] = {str(k): {"lower": lo, "upper": hi} for k, (lo, hi) in sorted(layer_bounds.items())}
     if prov is not None:
         out["provenance"] = prov
     if check is not None:

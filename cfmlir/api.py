@@ -1,0 +1,289 @@
+"""The public Python API: compile a certifier, load a network and a property, certify.
+
+::
+
+    import cfmlir
+    from cfruntime.default_data import default_data_path, default_network_path
+
+    cert = cfmlir.compile("deeppoly")                     # shipped name, .cf path or .cf source text
+    net = cfmlir.load_network(default_network_path())     # ONNX + its resolved preprocessing
+    prop = cfmlir.robustness_property(net, default_data_path(), eps=0.005)
+    res = cfmlir.certify(cert, net, prop, layer_bounds=True)
+    res.certified.sum(), res.margin_lb.shape, res.layer_bounds[1][0].shape
+
+This is what ``cf-run`` does in dataset mode (same margins, same verdicts).  Importing :mod:`cfmlir` is
+cheap: torch and xDSL are imported by the functions that need them.  User errors are
+:class:`cfmlir.diagnostics.CfError` (certifier sources) and :class:`cfruntime.errors.CfRuntimeError`
+(networks, data, properties), each with a one-line message.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
+           "load_vnnlib", "certify", "engine_for"]
+
+#: the file name given to a certifier passed as source text (its diagnostics say ``inline.cf:LINE:COL``)
+INLINE_FILE = "inline.cf"
+
+
+@dataclass
+class Certifier:
+    """A compiled certifier: ``compiled`` (the compiled engine's
+    :class:`~cfruntime.flow.engine.CompiledCertifier`), its source ``text`` and ``file``, the ``rewrite``
+    flag it was compiled with and whether the compile cache was hit; :attr:`program` is the reference
+    interpreter's program of the same source (built on first use)."""
+
+    name: str
+    text: str
+    file: str
+    rewrite: bool
+    compiled: Any
+    cache_hit: bool | None = None
+    compile_s: float = 0.0
+    _program: Any = field(default=None, repr=False)
+
+    @property
+    def program(self):
+        """The reference interpreter's program (:mod:`cfmlir.interpreter.run`)."""
+        if self._program is None:
+            from cfmlir.interpreter.run import compile_source
+
+            self._program = compile_source(self.text, self.file, self.name)
+        return self._program
+
+
+def _is_source_text(spec: str) -> bool:
+    return "\n" in spec
+
+
+def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API's name
+    """Compile a certifier: ``spec`` is a shipped certifier's name (``"deeppoly"``), a path to a ``.cf``
+    file, or ``.cf`` source text (anything with a newline).  ``rewrite=False`` compiles without the domain
+    rewrites.  The emitted module is cached (:func:`cfmlir.compiler.compile_certifier_cached`).  A bad
+    name or source is a :class:`~cfmlir.diagnostics.CfError`."""
+    import cfmlir.frontend  # noqa: F401 - imported before the clock starts, as cf-run does
+    import cfmlir.passes.emit_python  # noqa: F401
+    import cfruntime.flow.engine  # noqa: F401 - torch
+    from cfmlir.compiler import compile_certifier_cached, load_certifier_source, pipeline_for
+
+    if isinstance(spec, Path):
+        spec = str(spec)
+    if not isinstance(spec, str):
+        raise TypeError(f"compile() takes a certifier name, path or source text, not {type(spec).__name__}")
+    if _is_source_text(spec):
+        text, file, name = spec, INLINE_FILE, Path(INLINE_FILE).stem
+    else:
+        text, file = load_certifier_source(spec)
+        name = spec if file != spec else Path(file).stem
+    t0 = time.perf_counter()
+    c = compile_certifier_cached(text, file, pipeline_for(rewrite))
+    return Certifier(name, text, file, bool(rewrite), c.certifier, c.cache_hit, time.perf_counter() - t0)
+
+
+@dataclass
+class Network:
+    """A loaded ONNX network (``network``, a :class:`cfruntime.network.Network`, whose attributes this
+    object also answers), its ``path`` and its resolved ``preprocessing``
+    (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: how images become inputs)."""
+
+    network: Any
+    preprocessing: Any
+    path: Path
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("network", "preprocessing", "path"):
+            raise AttributeError(name)
+        return getattr(self.network, name)
+
+    def __call__(self, x):
+        return self.network.forward(x)
+
+
+def _values(v, what: str, positive: bool = False):
+    """``mean``/``std`` given as a number, a sequence of numbers or a ``"M,M,M"`` string -> tuple."""
+    from cfruntime.properties.preprocessing import parse_values
+
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        v = ",".join(repr(float(x)) for x in (v if hasattr(v, "__iter__") else [v]))
+    return parse_values(v, what, positive=positive)
+
+
+def load_network(path, *, mean=None, std=None, layout=None, flatten_order=None, manifest=None) -> Network:
+    """Load an ONNX network (``.onnx`` or ``.onnx.gz``) and resolve its preprocessing as ``cf-run`` does:
+    each of ``mean``/``std`` (numbers, one per channel or one for all), ``layout`` (``"NCHW"``/``"NHWC"``)
+    and ``flatten_order`` (``"CHW"``/``"HWC"``) not given comes from the network's manifest entry
+    (``manifest``, else ``MANIFEST.json`` beside the network, ...), else from the default."""
+    from cfruntime.errors import NetworkError, PropertyError
+    from cfruntime.network import load_onnx
+    from cfruntime.properties.preprocessing import resolve_preprocessing
+
+    path = Path(path)
+    if not path.is_file():
+        raise NetworkError("no such network file", file=path)
+    names = {"layout": ("NCHW", "NHWC"), "flatten_order": ("CHW", "HWC")}
+    given = {"layout": layout, "flatten_order": flatten_order}
+    for what, v in list(given.items()):
+        if v is not None:
+            given[what] = str(v).strip().upper()
+            if given[what] not in names[what]:
+                raise PropertyError(f"{what} must be one of {', '.join(names[what])}, got '{v}'")
+    prep = resolve_preprocessing(path, mean=_values(mean, "mean"), std=_values(std, "std", positive=True),
+                                 **given, manifest=manifest)
+    return Network(load_onnx(path, **prep.value.load_kwargs()), prep, path)
+
+
+def _raw(network):
+    return network.network if isinstance(network, Network) else network
+
+
+def robustness_property(network: Network, images_or_csv, eps: float, *, n: int | None = None,
+                        dataset: str | None = None):
+    """Local robustness of images in the L-infinity ball of radius ``eps`` (pixel units in [0, 1],
+    clipped to [0, 1]), mapped into ``network``'s input space by its preprocessing.  ``images_or_csv``:
+    an ERAN CSV path (its first ``n`` rows; ``dataset`` mnist/cifar10, default from the row length) or
+    :class:`cfruntime.properties.EranImages`.  A guessed preprocessing is a :class:`UserWarning`.
+    Returns a :class:`cfruntime.properties.RobustnessProperty`."""
+    from cfruntime.properties import DATASETS, EranImages, load_eran_csv
+    from cfruntime.properties import robustness_property as _robustness_property
+    from cfruntime.properties.preprocessing import Preprocessing, ResolvedPreprocessing
+
+    if isinstance(images_or_csv, EranImages):
+        images = images_or_csv if n is None else EranImages(
+            images_or_csv.path, images_or_csv.dataset, images_or_csv.labels[:n], images_or_csv.pixels[:n],
+            images_or_csv.lines[:n])
+    else:
+        images = load_eran_csv(images_or_csv, dataset, stop=n)
+    if isinstance(network, Network):
+        prep, path = network.preprocessing, network.path
+    else:  # a bare cfruntime network: the default preprocessing, as given
+        prep, path = ResolvedPreprocessing(Preprocessing(), {}), None
+    channels = DATASETS[images.dataset][1][0]
+    prep.value.check_channels(channels)
+    if path is not None:
+        line = prep.warning(path, channels)
+        if line is not None:
+            warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
+    net = _raw(network)
+    return _robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size)
+
+
+def load_vnnlib(path, network):
+    """A VNN-LIB property (``.vnnlib`` or ``.vnnlib.gz``), checked against ``network``'s input and output
+    sizes: a :class:`cfruntime.properties.VnnlibProperty`."""
+    from cfruntime.errors import PropertyError
+    from cfruntime.properties import parse_vnnlib
+
+    net = _raw(network)
+    prop = parse_vnnlib(path)
+    if prop.num_inputs != net.input_size or prop.num_outputs != net.output_size:
+        raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
+                            f"{net.input_size} and {net.output_size}", file=path)
+    return prop
+
+
+@dataclass
+class Result:
+    """What :func:`certify` found for a robustness property of ``N`` samples and ``K`` classes.
+
+    ``margin_lb``/``margin_ub`` ``[N, K]`` float64: bounds of ``y_true - y_j`` (the own column is 0);
+    ``certified`` ``[N]`` bool: correctly classified and every other margin's lower bound > 0;
+    ``correct`` ``[N]`` bool; ``layer_bounds``: ``{layer: (lower [N, n], upper [N, n])}`` of every layer
+    but the input (the last is the margin layer, its own column not zeroed) or None; ``times``
+    (``analysis_s``); ``batch_size``: the one used (smaller than asked when a batch ran out of memory)."""
+
+    margin_lb: Any
+    margin_ub: Any
+    certified: Any
+    correct: Any
+    layer_bounds: dict | None
+    times: dict
+    batch_size: int
+
+
+@dataclass
+class VnnlibResult:
+    """What :func:`certify` found for a VNN-LIB property: ``verdict`` ``unsat`` (every disjunct refuted) or
+    ``unknown`` (no counterexample search is run here; ``cf-run --vnnlib`` does one), the constraint rows'
+    bounds per input region, ``times``."""
+
+    verdict: str
+    row_lb: list
+    row_ub: list
+    times: dict
+
+
+def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", dtype="float64", widen=None,
+               sparse: bool = True):
+    """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
+    ``"interpreter"`` (float64 on the CPU only)."""
+    from cfmlir.engines import CompiledEngine, InterpreterEngine
+
+    if engine == "compiled":
+        return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen)
+    if engine == "interpreter":
+        if str(device) != "cpu" or dtype not in ("float64", None):
+            raise ValueError("the interpreter engine runs in float64 on the CPU only")
+        return InterpreterEngine(certifier.program)
+    raise ValueError(f"unknown engine '{engine}' (expected 'compiled' or 'interpreter')")
+
+
+def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
+            batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True):
+    """Analyse ``network`` with ``certifier`` for ``prop``, ``batch_size`` boxes at a time (halved when a
+    batch runs out of memory).  ``engine``: ``"compiled"``, ``"interpreter"`` or an engine object with
+    ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
+    ``sparse=False``: dense torch tensors.  A :class:`cfruntime.properties.RobustnessProperty` gives a
+    :class:`Result`, a :class:`cfruntime.properties.VnnlibProperty` a :class:`VnnlibResult`."""
+    import torch
+
+    from cfmlir.engines import margin_network
+    from cfruntime.flow.batching import in_batches
+    from cfruntime.properties import VnnlibProperty
+
+    if not isinstance(batch_size, int) or batch_size <= 0:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    eng = engine_for(certifier, engine, device=device, dtype=dtype, widen=widen, sparse=sparse) \
+        if isinstance(engine, str) else engine
+    net = _raw(network)
+    t0 = time.perf_counter()
+    if isinstance(prop, VnnlibProperty):
+        return _certify_vnnlib(eng, net, prop, t0)
+
+    n = len(prop)
+
+    def run_slice(lo: int, hi: int):
+        mnet = margin_network(net, prop.C[lo:hi], device)
+        return eng.bounds(mnet, prop.lb[lo:hi], prop.ub[lo:hi], layer_bounds)
+
+    slices, report = in_batches(run_slice, n, batch_size)
+    lower = torch.cat([s[2][0] for s in slices]) if slices else torch.zeros(0, prop.C.shape[1], dtype=torch.float64)
+    upper = torch.cat([s[2][1] for s in slices]) if slices else lower.clone()
+    layers = None
+    if layer_bounds:
+        layers = {k: (torch.cat([s[2][2][k][0] for s in slices]), torch.cat([s[2][2][k][1] for s in slices]))
+                  for k in (slices[0][2][2] if slices else {})}
+    rows = torch.arange(n)
+    margin_lb, margin_ub = lower.clone(), upper.clone()
+    margin_lb[rows, prop.labels] = 0.0  # the own column is y_true - y_true
+    margin_ub[rows, prop.labels] = 0.0
+    with torch.no_grad():
+        correct = net.forward(prop.x.to(torch.float64)).argmax(dim=1).eq(prop.labels)
+    certified = prop.verified(margin_lb) & correct
+    return Result(margin_lb, margin_ub, certified, correct, layers, {"analysis_s": time.perf_counter() - t0},
+                  report.used)
+
+
+def _certify_vnnlib(eng, net, prop, t0) -> VnnlibResult:
+    from cfmlir.interpreter.run import vnnlib_row_bounds
+    from cfruntime.properties import verdict
+
+    lows, highs = vnnlib_row_bounds(None, net, prop, lambda mnet, lb, ub: [b[0] for b in eng.bounds(mnet, lb, ub)[:2]])
+    return VnnlibResult(verdict(prop, lows), lows, highs, {"analysis_s": time.perf_counter() - t0})
