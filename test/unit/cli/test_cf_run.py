@@ -31,25 +31,6 @@ def assert_one_line_error(p):
     return lines[0]
 
 
-@pytest.fixture()
-def tiny_net(tmp_path):
-    """A 784-input MLP (so MNIST CSV rows fit): 784 -> 4 -> relu -> 10."""
-    rng = np.random.default_rng(0)
-    w = [rng.standard_normal((4, 784)).astype(np.float32) * 0.05, rng.standard_normal((10, 4)).astype(np.float32)]
-    p = tmp_path / "tiny.onnx"
-    onnx.save(mlp_model(w, activations="relu", input_shape=(1, 28, 28)), str(p))
-    return p
-
-
-@pytest.fixture()
-def csv(tmp_path):
-    rng = np.random.default_rng(1)
-    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-    p = tmp_path / "data.csv"
-    p.write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
-    return p
-
-
 def test_bad_onnx(tmp_path, csv):
     bad = tmp_path / "garbage.onnx"
     bad.write_bytes(b"\x00\x01 this is not an onnx model")

@@ -98,24 +98,6 @@ def test_flags_or_manifest_reproduce_the_normal_run_where_no_manifest_is_found(n
     assert 0 < sum(normal["certified"]) <= sum(normal["correct"])
 
 
-@pytest.fixture()
-def tiny_net(tmp_path):
-    rng = np.random.default_rng(0)
-    w = [rng.standard_normal((4, 784)).astype(np.float32) * 0.05, rng.standard_normal((10, 4)).astype(np.float32)]
-    p = tmp_path / "tiny.onnx"
-    onnx.save(mlp_model(w, activations="relu", input_shape=(1, 28, 28)), str(p))
-    return p
-
-
-@pytest.fixture()
-def csv(tmp_path):
-    rng = np.random.default_rng(1)
-    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-    p = tmp_path / "data.csv"
-    p.write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
-    return p
-
-
 def test_warning_flags_and_own_manifest(tmp_path, tiny_net, csv, capsys):
     base = ["--certifier", "ibp", "--net", tiny_net, "--data", csv, "--eps", "0.01"]
     rc, out, err = run_main(capsys, *base, "--json", tmp_path / "a.json")
