@@ -46,6 +46,8 @@ def hoist_invariants(module: ModuleOp) -> int:
 
 
 class LoopInvariantCodeMotion(ModulePass):
+    """``-p cftensor-licm``: pure loop-invariant ops out of ``cftensor.while`` (the module's Algorithm)."""
+
     name = "cftensor-licm"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

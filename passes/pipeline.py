@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -38,49 +39,129 @@ from cfmlir.passes.uniform_branch import UniformBranchPass
 
 
 class RewritePass(ModulePass):
-    """Apply the class's rewrite patterns greedily until none matches."""
+    """Apply the class's rewrite patterns greedily until none matches.  Each subclass below is one
+    ``-p`` pass: its ``name`` and the pattern classes it applies (their files hold the algebra).
+
+    Algorithm: walk the module, trying every pattern on every op (nested regions included); repeat
+    while any pattern rewrote something (xDSL's ``PatternRewriteWalker``)."""
 
     name = "cftensor-rewrites"
-    PATTERNS: tuple[Callable[[], RewritePattern], ...] = ()
+    PATTERNS: ClassVar[tuple[Callable[[], RewritePattern], ...]] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         patterns = [p() for p in self.PATTERNS]
         PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True).rewrite_module(op)
 
 
-def _rewrite(name: str, *patterns: Callable[[], RewritePattern], doc: str | None = None) -> type[ModulePass]:
-    """A pass class named ``name`` applying ``patterns`` (by default the first one's module names it)."""
-    doc = doc or (__import__(patterns[0].__module__, fromlist=["_"]).__doc__ or name).strip().splitlines()[0]
-    return dataclass(frozen=True)(type(
-        "".join(p.title() for p in name.split("-")) + "Pass", (RewritePass,),
-        {"name": name, "PATTERNS": patterns, "__doc__": doc, "__annotations__": {}, "__module__": __name__},
-    ))
+@dataclass(frozen=True)
+class TernaryToArithPass(RewritePass):
+    """Branch-free conditionals, so that the matmul rewrite can see products (:mod:`.rewrite_ternary_to_arith`)."""
 
+    name = "ternary-to-arith"
+    PATTERNS = (TernaryToArith, HoistBroadcast)
+
+
+@dataclass(frozen=True)
+class ClampRewritePass(RewritePass):
+    """A value masked by its own sign is a clamp (:mod:`.rewrite_clamp`)."""
+
+    name = "clamp-rewrite"
+    PATTERNS = (ClampRewrite, HoistBroadcast)
+
+
+@dataclass(frozen=True)
+class MatmulRewritePass(RewritePass):
+    """A sum of a product of broadcast operands is an inner product (paper section 4.3; :mod:`.rewrite_matmul`)."""
+
+    name = "matmul-rewrite"
+    PATTERNS = (MatmulRewrite, DistributeReduce, AssociateProducts, HoistBroadcast, FoldParts)
+
+
+@dataclass(frozen=True)
+class GuardedComparePass(RewritePass):
+    """A comparison only read where a mask holds need not look through the mask (:mod:`.rewrite_guarded_compare`)."""
+
+    name = "guarded-compare"
+    PATTERNS = (GuardedCompare,)
+
+
+@dataclass(frozen=True)
+class NonzeroMaskPass(RewritePass):
+    """An "is non-zero" test of a value that is then masked or tested is redundant (:mod:`.rewrite_nonzero_mask`)."""
+
+    name = "nonzero-mask"
+    PATTERNS = (NonzeroMask, NonzeroAny)
+
+
+@dataclass(frozen=True)
+class SplitInnerPass(RewritePass):
+    """Back-substitution's sign split of one coefficient tensor is one op (:mod:`.rewrite_split_inner`)."""
+
+    name = "split-inner"
+    PATTERNS = (SplitInner,)
+
+
+@dataclass(frozen=True)
+class MaskedReducePass(RewritePass):
+    """The least or greatest value where a tensor is non-zero, as one op (:mod:`.rewrite_masked_reduce`)."""
+
+    name = "masked-reduce"
+    PATTERNS = (MaskedReduce,)
+
+
+@dataclass(frozen=True)
+class IntervalInnerPass(RewritePass):
+    """The lower and upper bound of one product over a box share their products (:mod:`.rewrite_interval_inner`)."""
+
+    name = "interval-inner"
+    PATTERNS = (IntervalInner,)
+
+
+@dataclass(frozen=True)
+class SubstitutePass(RewritePass):
+    """Replacing a layer's summands by their PolyExps is one op (:mod:`.rewrite_substitute`)."""
+
+    name = "substitute"
+    PATTERNS = (Substitute,)
+
+
+@dataclass(frozen=True)
+class FoldPartsPass(RewritePass):
+    """Copy propagation through PolyExp/SymExp packing (:mod:`.rewrite_fold_parts`)."""
+
+    name = "fold-parts"
+    PATTERNS = (FoldParts,)
+
+
+@dataclass(frozen=True)
+class FoldConstantsPass(RewritePass):
+    """Constant folding and algebraic identities on compile-time scalars (:mod:`.rewrite_fold_constants`)."""
+
+    name = "fold-constants"
+    PATTERNS = (FoldConstants,)
+
+
+@dataclass(frozen=True)
+class DomainRewritesPass(RewritePass):
+    """All domain rewrites together, to a fixpoint."""
+
+    name = "domain-rewrites"
+    PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
+                DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce,
+                IntervalInner, Substitute)
+
+
+#: Every pass the compiler and ``cf-opt`` know (``cf-opt`` derives its ``-p`` names and its
+#: ``--NAME`` flags from this tuple).
+ALL_PASSES: tuple[type[ModulePass], ...] = (
+    ShapeAnalysisPass, TernaryToArithPass, ClampRewritePass, MatmulRewritePass, GuardedComparePass,
+    NonzeroMaskPass, SplitInnerPass, MaskedReducePass, IntervalInnerPass, SubstitutePass, FoldPartsPass,
+    FoldConstantsPass, DomainRewritesPass, UniformBranchPass, CommonSubexpressionElimination,
+    DeadCodeElimination, LoopInvariantCodeMotion,
+)
 
 #: ``-p`` name -> pass class.
-PASSES: dict[str, type[ModulePass]] = {
-    "shape-analysis": ShapeAnalysisPass,
-    "ternary-to-arith": _rewrite("ternary-to-arith", TernaryToArith, HoistBroadcast),
-    "clamp-rewrite": _rewrite("clamp-rewrite", ClampRewrite, HoistBroadcast),
-    "matmul-rewrite": _rewrite("matmul-rewrite", MatmulRewrite, DistributeReduce, AssociateProducts, HoistBroadcast, FoldParts),
-    "guarded-compare": _rewrite("guarded-compare", GuardedCompare),
-    "nonzero-mask": _rewrite("nonzero-mask", NonzeroMask, NonzeroAny),
-    "split-inner": _rewrite("split-inner", SplitInner),
-    "masked-reduce": _rewrite("masked-reduce", MaskedReduce),
-    "interval-inner": _rewrite("interval-inner", IntervalInner),
-    "substitute": _rewrite("substitute", Substitute),
-    "fold-parts": _rewrite("fold-parts", FoldParts),
-    "fold-constants": _rewrite("fold-constants", FoldConstants),
-    "domain-rewrites": _rewrite(
-        "domain-rewrites", FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
-        DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce, IntervalInner,
-        Substitute, doc="All domain rewrites together, to a fixpoint.",
-    ),
-    "uniform-branch": UniformBranchPass,
-    "cse": CommonSubexpressionElimination,
-    "dce": DeadCodeElimination,
-    "cftensor-licm": LoopInvariantCodeMotion,
-}
+PASSES: dict[str, type[ModulePass]] = {p.name: p for p in ALL_PASSES}
 
 DEFAULT_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "domain-rewrites", "cse",
                     "cftensor-licm", "dce")

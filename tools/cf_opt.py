@@ -9,9 +9,9 @@ Usage::
     cf-opt x.cf -p pass-a,pass-b -o out.mlir # run passes
     cf-opt x.cf --shape-analysis             # pass flags append to the -p pipeline
 
-Only the ``builtin`` and ``cf`` dialects are registered (plus ``cftensor`` once it exists); note that
-our ``cf`` is ConstraintFlow, not xDSL's control-flow dialect.  Passes come from :data:`PASSES`
-(empty until later issues add entries) and flags from :data:`PASS_FLAGS`.
+The ``builtin``, ``cf`` and ``cftensor`` dialects are registered; note that our ``cf`` is
+ConstraintFlow, not xDSL's control-flow dialect.  Passes come from the compiler's registry
+(:data:`cfmlir.passes.pipeline.PASSES`), and every registered pass also has a ``--NAME`` flag.
 
 Every error -- ConstraintFlow frontend errors, IR parse errors, verifier errors, failing passes --
 prints as exactly one line ``file:line:col: error: message`` (or ``file: error: message`` when no
@@ -42,28 +42,12 @@ def _compiler_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {name: (lambda cls=cls: cls) for name, cls in COMPILER_PASSES.items()}
 
 
-#: Passes ``cf-opt -p`` knows, by name -> factory of the pass class (the compiler's passes from
-#: :mod:`cfmlir.passes.pipeline`: shape-analysis, the domain rewrites, cse, dce, cftensor-licm).
+#: Passes ``cf-opt -p`` knows, by name -> factory of the pass class: the compiler's registry
+#: (:data:`cfmlir.passes.pipeline.PASSES`: shape-analysis, the domain rewrites, cse, dce, ...).
 PASSES: dict[str, Callable[[], type[ModulePass]]] = _compiler_passes()
 
-#: Command-line flags that append a pass to the pipeline: flag (without ``--``) -> pass name.
-PASS_FLAGS: dict[str, str] = {
-    name: name for name in (
-        "shape-analysis", "matmul-rewrite", "ternary-to-arith", "clamp-rewrite", "guarded-compare", "nonzero-mask", "split-inner", "masked-reduce", "fold-parts", "fold-constants",
-        "domain-rewrites", "cftensor-licm",
-    )
-}
-
-
-def _register_optional_dialects(main: "CfOptMain") -> None:
-    """Register dialects of later issues when their modules exist (``cftensor``)."""
-    try:
-        from cfmlir.dialects import cftensor  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    dialect = next((v for v in vars(cftensor).values() if getattr(v, "name", None) == "cftensor" and hasattr(v, "operations")), None)
-    if dialect is not None:
-        main.ctx.register_dialect("cftensor", lambda: dialect)
+#: Command-line flags that append a pass to the pipeline: ``--NAME`` for every registered pass.
+PASS_FLAGS: dict[str, str] = {name: name for name in PASSES}
 
 
 class CfOptMain(xDSLOptMain):
@@ -75,8 +59,10 @@ class CfOptMain(xDSLOptMain):
         from cfmlir.dialects.cf import CF
 
         self.ctx.register_dialect("builtin", lambda: Builtin)
+        from cfmlir.dialects.cftensor import CFTensor
+
         self.ctx.register_dialect("cf", lambda: CF)
-        _register_optional_dialects(self)
+        self.ctx.register_dialect("cftensor", lambda: CFTensor)
 
     def register_all_passes(self) -> None:
         for name, factory in PASSES.items():

@@ -299,29 +299,7 @@ def _same_blocks_within_reach(x, pos, neg, dim: int) -> bool:
         return [(tuple(s), b) for s, b in t.blocks if builtins.any(s[d] < hi and lo < s[d] + b.shape[d] for lo, hi in reach)]
 
     wp, wn = within(pos), within(neg)
-    return len(wp) == len(wn) and builtins.all(sp == sn and _same_block(bp, bn) for (sp, bp), (sn, bn) in zip(wp, wn))
-
-
-def _same_block(a, b) -> bool:
-    """Same kind, extent and parameters over the very same storage (so the same values)."""
-    if a is b:
-        return True
-    if type(a) is not type(b) or a.shape != b.shape:
-        return False
-    for key, va in vars(a).items():
-        if key.startswith("_"):
-            continue  # cached flags
-        vb = vars(b).get(key)
-        if isinstance(va, torch.Tensor):
-            if not (isinstance(vb, torch.Tensor) and va.data_ptr() == vb.data_ptr() and va.shape == vb.shape
-                    and va.stride() == vb.stride() and va.dtype == vb.dtype and va.device == vb.device):
-                return False
-        elif hasattr(va, "cores"):
-            if not _same_block(va, vb):
-                return False
-        elif va != vb:
-            return False
-    return True
+    return len(wp) == len(wn) and builtins.all(sp == sn and bp.same_structure(bn) for (sp, bp), (sn, bn) in zip(wp, wn))
 
 
 def inner(a, b, dim: int):

@@ -71,7 +71,9 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
 
 4. **Relaxation construction** (ReLU's ``u/(u-l)``, the S-curves' chords and tangents, DeepZ's
    ``lambda``/``mu``, zid's box zonotope, reusecert's ``lambda n[U]``) errs by ``<= gamma(32) (Mag(new)
-   + m_k + 2 m_pred)`` (:meth:`Widening.construction_error` has the derivations).
+   + m_k + 2 s m_pred)`` (:meth:`Widening.construction_error` has the derivations; ``s`` bounds the
+   relaxation's slopes: 1 for every shipped activation, ``|alpha|`` for a LeakyRelu/Elu with
+   ``|alpha| > 1``, which also scales the zonotope slack passed through the layer).
 
 5. **Weights.**  A layer whose float64 weights or bias do not survive the cast (a folded
    normalisation, the margin layer ``C W``, a centred bias) is not the network's own: the difference
@@ -84,9 +86,11 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
 Every quantity above is itself computed in float (a sum of at most ``K_max`` terms), so every
 widening is multiplied by ``SAFETY = 1 + 2 gamma(K_max + 16)``.
 
-Cost: per layer a few elementwise operations on ``[B, n]`` tensors, one ``|coeff| . m`` product per
-stored polyhedron pair (``|W|`` is memoised for weights) and one ``|coeff|`` row sum per zonotope; no
-host syncs, no change to the rules or the traverses.
+Cost: per layer about 20 elementwise operations on ``[B, n]`` tensors (every widening is one linear
+combination of magnitudes, :func:`_lincomb`: one fused ``add(alpha=)`` per term), one ``|coeff| . m``
+product per stored polyhedron pair (``|W|`` is memoised for weights; an activation's diagonal pair is
+elementwise) and one ``|coeff|`` row sum per zonotope; no host syncs, no change to the rules or the
+traverses.
 """
 
 from __future__ import annotations
@@ -298,6 +302,47 @@ def abs_rowsum(x) -> torch.Tensor:
     return out
 
 
+def _abs_diff(a, b, ka, kb):
+    """``|a - b|`` of two constants whose magnitudes are ``ka``/``kb`` (no operation when one is 0)."""
+    if isinstance(a, (int, float)) and a == 0:
+        return kb
+    if isinstance(b, (int, float)) and b == 0:
+        return ka
+    return _abs_const(_const(a) - _const(b))
+
+
+def _memo_abs(t: torch.Tensor) -> torch.Tensor:
+    """``|t|`` of a parameter tensor kept for the whole network (made once, kept on it)."""
+    memo = t.__dict__.setdefault("_cf_abs", {})
+    if "abs" not in memo:
+        memo["abs"] = t.abs()
+    return memo["abs"]
+
+
+def _slope(layer) -> float:
+    """A bound of the slopes of an activation layer's relaxations: 1 for every shipped activation
+    (ReLU, the S-curves, Abs, Relu6, HardTanh, Softplus), ``|alpha|`` for LeakyRelu/Elu with
+    ``|alpha| > 1``."""
+    alpha = getattr(layer, "alpha", None)
+    return max(1.0, abs(alpha)) if alpha is not None else 1.0
+
+
+def _diagonal_pair(a, b):
+    """``(start, core_a, core_b)`` when ``a`` and ``b`` are each one diagonal part at the same columns
+    (an activation's lower/upper relaxation ``[B, n, W]``), else None."""
+    pa = _pieces(a) if a is not None else None
+    pb = _pieces(b) if b is not None else None
+    if not pa or not pb or len(pa) != 1 or len(pb) != 1 or pa[0][0] != pb[0][0]:
+        return None
+    (s, p), (_, q) = pa[0], pb[0]
+    for x in (p, q):
+        if not (isinstance(x, DiagonalBlock) and x.delta == len(x.shape) - 2):
+            return None
+    if p.shape[-1] != q.shape[-1]:
+        return None
+    return s, p.core, q.core
+
+
 def _abs_const(c):
     if isinstance(c, (int, float)):
         return abs(float(c))
@@ -325,7 +370,11 @@ def exact_parameters(layer, dtype: torch.dtype) -> bool:
 
 
 def _max(a, b):
-    """``max(a, b)`` of magnitudes (numbers or tensors)."""
+    """``max(a, b)`` of magnitudes (numbers or tensors, all ``>= 0``)."""
+    if isinstance(a, (int, float)) and a == 0:
+        return b
+    if isinstance(b, (int, float)) and b == 0:
+        return a
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return torch.maximum(a, b)
     if isinstance(a, torch.Tensor):
@@ -333,6 +382,31 @@ def _max(a, b):
     if isinstance(b, torch.Tensor):
         return b.clamp(min=a)
     return max(a, b)
+
+
+def _lincomb(terms):
+    """``sum_i c_i v_i`` for ``(c_i, v_i)`` with numbers ``c_i`` and numbers or tensors ``v_i``, in as
+    few operations as the terms allow: one multiply for the largest tensor, one fused ``add(alpha=c)``
+    per other tensor, one add for all the numbers together (a number when no term is a tensor)."""
+    number, factor, value = 0.0, {}, {}
+    for c, v in terms:
+        if isinstance(v, torch.Tensor):
+            if c != 0:  # one term per tensor: a magnitude named twice (|kU| in a select form) is scaled once
+                factor[id(v)] = factor.get(id(v), 0.0) + c
+                value[id(v)] = v
+        else:
+            number += c * float(v)
+    if not factor:
+        return number
+    tensors = sorted(((factor[i], value[i]) for i in factor), key=lambda cv: -cv[1].numel())
+    c0, v0 = tensors[0]
+    acc = v0 * c0  # a new tensor: the adds below may work in place
+    for c, v in tensors[1:]:
+        if torch.broadcast_shapes(acc.shape, v.shape) == acc.shape:
+            acc.add_(v, alpha=c)
+        else:
+            acc = torch.add(acc, v, alpha=c)
+    return acc.add_(number) if number else acc
 
 
 def _const(c):
@@ -420,8 +494,11 @@ class Widening:
         k = layer.index
         lo, hi = values[self.lo], values[self.hi]
         mt = torch.maximum(lo.abs(), hi.abs())  # m~: the rule's own (unwidened) magnitude
-        extra = self._weight_terms(layer) if k > 0 else None  # sections 2 (the bias) and 5
-        terms = self.eta if extra is None else extra + self.eta  # (+ rho_post mt, below)
+        extra = self._weight_terms(layer) if k > 0 else []  # sections 2 (the bias) and 5, as terms
+        rp = self.rho_pre(k)
+        # w = safety / (1 - rp) * ((rp + rho_post) mt + eta + extra + the zonotopes' terms)
+        c = self.safety / (1 - rp)
+        terms = [(c * (rp + self.rho_post), mt), (c, self.eta)] + [(c * f, v) for f, v in extra]
         zs = {}
         for name in self.zono:
             z = values[name]
@@ -429,50 +506,49 @@ class Widening:
             cabs = _abs_const(z.const)
             zs[name] = (rad, cabs)
             if k > 0:  # (the input's Float bounds are its box, not a concretisation of its zonotope)
-                terms = terms + self._g(self.k_sym + 8) * rad + self._g(4) * cabs + self._zonotope_slack(layer, rad + cabs, mt, extra)
-        rp = self.rho_pre(k)
-        # w = safety / (1 - rp) * ((rp + rho_post) mt + terms), in two operations
-        c = self.safety / (1 - rp)
-        w = torch.add(terms * c, mt, alpha=c * (rp + self.rho_post)) if isinstance(terms, torch.Tensor) else \
-            mt.mul(c * (rp + self.rho_post)).add_(terms * c)
+                terms += [(c * self._g(self.k_sym + 8), rad), (c * self._g(4), cabs),
+                          (c, self._zonotope_slack(layer, _lincomb([(1, rad), (1, cabs)]), mt))]
+        w = self._full(_lincomb(terms))
         l, h = lo - w, hi + w
         out = dict(values)
         out[self.lo], out[self.hi] = l, h
-        mk = mt + w  # >= max(|l|, |h|) (rounding is monotone): a magnitude bound is all m_k must be
-        self._m(k).copy_(mk)
+        mk = self._m(k)
+        torch.add(mt, w, out=mk)  # >= max(|l|, |h|) (rounding is monotone): a magnitude bound is all m_k must be
         for lname, uname in self.pairs:
             out[lname], out[uname] = self._polyhedra(layer, values[lname], values[uname], mk, extra)
         for name, (rad, cabs) in zs.items():
             # section 3: the slack is the whole widening (it covers the composition slack, and a
             # zonotope made from the rule's own bounds); at the input only the box's rounding
-            s = self._g(4) * (rad + cabs) if k == 0 else w
-            s = self.safety * s
+            s = _lincomb([(self.safety * self._g(4), rad), (self.safety * self._g(4), cabs)]) if k == 0 \
+                else self.safety * w
             z = values[name]
             if fresh:
                 out[name] = Affine(self._absorb(z.coeff, self._full(s), sym_start, layer.size), z.const)
             else:
                 self.slack[k] = s
-            self.mag_z[k] = rad + cabs + s
+            self.mag_z[k] = _lincomb([(1, rad), (1, cabs), (1, s)])
         return out
 
     # -- pieces ---------------------------------------------------------------------------------------
-    def _weight_terms(self, layer):
+    def _weight_terms(self, layer) -> list:
         """Affine: ``gamma(S + 2) |b|`` (a traverse's constant sums its steps' constants onto the bias)
         and, when the parameters do not survive the cast, ``gamma(2) (|W| m_pred + |b|)`` plus a
         centred bias's float64 error; add (residual): ``gamma(S + 2) (m_0 + m_1)`` (a traverse may add
-        into the initial one-hot coefficients of the lower predecessor).  None for other layers."""
+        into the initial one-hot coefficients of the lower predecessor).  As ``(factor, value)`` terms
+        (:func:`_lincomb`); none for other layers."""
         if layer.kind == "affine":
-            b = parameters.bias(layer, self.rep).abs()
-            t = self._g(self.S + 2) * b
+            b = parameters.bias(layer, self.rep)
+            b = _memo_abs(b) if not layer.batched and layer.index not in self.bias_errors else b.abs()
+            t = [(self._g(self.S + 2), b)]
             if not exact_parameters(layer, self.dtype):
                 w = parameters.weight(layer, self.rep)
-                t = t + self._g(2) * (abs_dot(w, self._m(layer.preds[0])) + b)
+                t += [(self._g(2), abs_dot(w, self._m(layer.preds[0]))), (self._g(2), b)]
             if layer.index in self.bias_errors:
-                t = t + self.bias_errors[layer.index].to(self.dtype) * (1 + 4 * self.u)
-            return self._full(t)
+                t.append((1 + 4 * self.u, self.bias_errors[layer.index].to(self.dtype)))
+            return t
         if layer.kind == "add":
-            return self._g(self.S + 2) * sum(self._m(p) for p in layer.preds)
-        return None
+            return [(self._g(self.S + 2), self._m(p)) for p in layer.preds]
+        return []
 
     def _elementwise(self, layer) -> bool:
         return layer.kind not in ("affine", "add") and len(layer.preds) == 1
@@ -498,45 +574,64 @@ class Widening:
           cancellation, ``lambda c + mu``, is against ``|mu| <= m_pred``)."""
         if not self._elementwise(layer):
             return None
-        mp = self._m(layer.preds[0])
-        if mp.shape[-1] != layer.size:  # a pooling: its largest input
-            mp = mp.amax(-1, keepdim=True)
-        return self.rho_c * (own + mk + 2 * mp)
+        return _lincomb([(self.rho_c, own), (self.rho_c, mk), (2 * self.rho_c * _slope(layer), self._pred_m(layer))])
 
-    def _polyhedra(self, layer, L: Affine, U: Affine, mk, extra):
-        """Section 2 (and 4, 5): the constants of a lower/upper polyhedron pair moved outward."""
+    def _pred_m(self, layer):
+        """An activation's predecessor magnitudes ``[B, n]`` (a pooling's: its largest input, ``[B, 1]``)."""
+        mp = self._m(layer.preds[0])
+        return mp if mp.shape[-1] == layer.size else mp.amax(-1, keepdim=True)
+
+    def _polyhedra(self, layer, L: Affine, U: Affine, mk, extra: list):
+        """Section 2 (and 4, 5): the constants of a lower/upper polyhedron pair moved outward by
+        ``omega = safety (gamma(n + S + 4) |consts| + sum_p gamma(col_p + S + 4) |coeff_p| . m + eta + extra
+        + construction)``, the construction error (section 4) ``gamma(32) (own + m_k + 2 m_pred)`` for
+        activation layers only (``own``: the expression's magnitude); every ``|coeff| . m`` product is
+        formed once and the sum in one :func:`_lincomb`."""
         k = layer.index
         S = self.S
-        n = self._sum_len(k)
+        gn = self._g(self._sum_len(k) + S + 4)
+        act = self._elementwise(layer)
+        rc = self.rho_c if act else 0.0
         kc, ku = _abs_const(L.const), _abs_const(U.const)
         if L.coeff is U.coeff:
             # one coefficient tensor (an affine layer's W, the input box's none): one product per
             # entry, the constants in one centre/radius or select form
-            omega = self._g(n + S + 4) * (kc if L.const is U.const else _max(kc, ku))
-            own = kc if L.const is U.const else kc + ku
+            if L.const is U.const:
+                terms = [(gn + rc, kc)]
+            else:
+                terms = [(gn, _max(kc, ku)), (rc, kc), (rc, ku)]
             if L.coeff is not None:
-                omega = abs_dot(L.coeff, self.m, lambda p: self._g(self._col(p) + S + 4)) + omega
-                own = abs_dot(L.coeff, self.m) + own
+                terms += [(f + rc, t) for f, t in self._dots(L.coeff, lambda p: self._g(self._col(p) + S + 4))]
         else:
             # two: a constant is summed over n_k terms, as c+ kL + c- kU, or centre/radius (both <=
             # max(|kL|, |kU|) a term) or c kU + c+ (kL - kU) (<= max(|kL|, |kU|) + |kL - kU|); a
             # coefficient entry over col(part) terms as c+ L + c- U (<= max(|L|, |U|)), a diagonal's as
             # c U + c+ (L - U) (3 roundings of <= |L| + |U|, twice)
-            diff = _abs_const(_const(L.const) - _const(U.const))
-            omega = self._g(n + S + 4) * (_max(kc, ku) + diff)
-            own = kc + ku
-            omega = self._parts_pair(L.coeff, U.coeff) + omega
-            for x in (L.coeff, U.coeff):
-                if x is not None:
-                    own = abs_dot(x, self.m) + own
-        omega = self._full(omega) + self.eta
-        if extra is not None:
-            omega = omega + extra
-        cons = self.construction_error(layer, own, mk)
-        if cons is not None:
-            omega = omega + cons
-        omega = self.safety * omega
+            terms = [(gn, _max(kc, ku)), (gn, _abs_diff(L.const, U.const, kc, ku)), (rc, kc), (rc, ku)]
+            diagonal = _diagonal_pair(L.coeff, U.coeff)
+            if diagonal is not None:  # an activation's relaxation: everything elementwise on [B, n]
+                start, a, b = diagonal
+                terms.append((2 * self._g(S + 5) + rc, (a.abs() + b.abs()) * self.m[:, start:start + a.shape[-1]]))
+            else:
+                terms.append((1.0, self._parts_pair(L.coeff, U.coeff)))
+                if act:
+                    terms += [(rc, abs_dot(x, self.m)) for x in (L.coeff, U.coeff) if x is not None]
+        terms += [(1.0, self.eta)] + extra
+        if act:
+            terms += [(rc, mk), (2 * rc, self._pred_m(layer))]
+        omega = _lincomb([(self.safety * f, v) for f, v in terms])
+        if not isinstance(omega, torch.Tensor) or omega.shape[0] != self.batch:
+            omega = self._full(omega)
         return Affine(L.coeff, _move(L.const, -omega)), Affine(U.coeff, _move(U.const, omega))
+
+    def _dots(self, x, factor) -> list:
+        """``[(factor(part), |x_part| . m)]`` over the parts of coefficients ``x`` ``[B or 1, n, W]``
+        (``factor(None)`` for a tensor that cannot be read by parts)."""
+        pieces = _pieces(x)
+        if pieces is None:
+            return [(factor(None), abs_dot(x, self.m))]
+        m3 = self.m.unsqueeze(1)
+        return [(factor(p), _dot_last(_abs_of(p), m3.narrow(-1, s, p.shape[-1]))) for s, p in pieces]
 
     def _parts_pair(self, a, b):
         """``sum_p g(part) M_p m_p`` over the parts of two coefficient tensors ``a``/``b`` (lower/upper):
@@ -569,7 +664,7 @@ class Widening:
                     out = _dot_last(_abs_of(x), self.m.unsqueeze(1).narrow(-1, s, x.shape[-1])) * g(x) + out
         return out
 
-    def _zonotope_slack(self, layer, mz, mt, extra):
+    def _zonotope_slack(self, layer, mz, mt):
         """Section 3: the composition/construction slack of ``layer``'s zonotope (before absorption)."""
         if layer.kind == "affine":
             p = layer.preds[0]
@@ -592,13 +687,13 @@ class Widening:
                 if p in self.slack:
                     s = s + self.slack[p]
             return s
-        # an activation (slope <= 1 in every shipped rule) or a pooling (max: 1-Lipschitz)
+        # an activation (its relaxations' slopes are at most _slope(layer)) or a pooling (max: 1-Lipschitz)
         s = self.construction_error(layer, mz, mt)
         s = torch.zeros_like(mt) if s is None else s
         p = layer.preds[0]
         if p in self.slack:
             sp = self.slack[p]
-            s = s + (sp if sp.shape[-1] == layer.size else sp.amax(-1, keepdim=True))
+            s = torch.add(s, sp if sp.shape[-1] == layer.size else sp.amax(-1, keepdim=True), alpha=_slope(layer))
         return s
 
     def _absorb(self, coeff, s, start: int, n: int):

@@ -15,11 +15,9 @@ from .api import (  # noqa: F401
 )
 from .block_base import Block, absent_zero_semantics  # noqa: F401
 from .masked_reduce import masked_extremum  # noqa: F401
-from .block_constant import ConstantBlock  # noqa: F401
 from .block_conv import ConvBlock  # noqa: F401
-from .block_dense import DenseBlock  # noqa: F401
 from .block_diagonal import DiagonalBlock  # noqa: F401
 from .block_patches import PatchesBlock  # noqa: F401
-from .block_repeat import RepeatBlock, make_bcast_block  # noqa: F401
+from .block_repeat import ConstantBlock, DenseBlock, RepeatBlock, make_bcast_block  # noqa: F401
 from .segmented import Segmented  # noqa: F401
 from .sparse_tensor import SparseTensor  # noqa: F401

@@ -50,7 +50,7 @@ from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
 from . import segmented_ops as _seg
 from .segmented import Segmented
-from .sparse_tensor import SparseTensor
+from .sparse_tensor import SparseTensor, register_operators
 from .unary import unary_sparse, where_sparse
 
 
@@ -389,6 +389,10 @@ def all(a) -> bool:  # noqa: A001 - API name
         return False
     return builtins.all(b.all_value(a.background) for _, b in a.blocks)
 
+
+# ``SparseTensor``'s operators (``a + b``, ``-a``, ``a @ b``, ...) are these functions; sparse_tensor
+# cannot import this module, which imports it.
+register_operators(binary=binary, unary=unary, inner=inner)
 
 __all__ = [
     "SparseTensor", "binary", "unary", "where", "clamp", "add_dim", "remove_dim", "expand_dim",

@@ -11,6 +11,12 @@ function ``f`` can be applied to a tensor by applying it to every core and to
 
 Blocks are immutable; operations return new blocks (they may share storage).
 Every method that needs the value of the holes takes it as ``fill``.
+
+The block modules depend one way, each only on those before it: this interface;
+:mod:`.block_repeat` (the repeat block and its special cases, dense and
+constant); :mod:`.block_fallback` (structural operations through the dense
+form, which build dense blocks); the kinds with holes (:mod:`.block_diagonal`,
+:mod:`.block_unit_dims`, :mod:`.block_patches`, :mod:`.block_conv`).
 """
 
 from __future__ import annotations
@@ -37,6 +43,21 @@ def rel_slices(rel: Sequence[tuple[int, int]]) -> tuple[slice, ...]:
 def is_full(rel: Sequence[tuple[int, int]], shape: Sequence[int]) -> bool:
     return all(lo == 0 and hi == n for (lo, hi), n in zip(rel, shape))
 
+
+def same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors are the same view of the same storage (so they hold the same values)."""
+    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+            and a.dtype == b.dtype and a.device == b.device)
+
+
+def _same_part(a, b) -> bool:
+    """One part of two blocks' :meth:`Block.structure` is the same: a tensor viewing the same storage,
+    a block of the same structure, else an equal value."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and same_view(a, b)
+    if isinstance(a, Block):
+        return isinstance(b, Block) and a.same_structure(b)
+    return a == b
 
 
 #: ``absent_zero``: an entry outside every block is an *absent* term, so ``0 * inf`` there is 0 rather
@@ -138,44 +159,53 @@ class Block:
         return cached
 
     # -------------------------------------------------------- structural ops
-    def _dense(self, t: torch.Tensor) -> "Block":
-        from .block_dense import DenseBlock
-
-        return DenseBlock(t)
-
-    def restrict(self, rel: Sequence[tuple[int, int]], fill) -> "Block":
+    # Every kind implements these; :class:`~.block_fallback.DenseFallbackBlock` does it through the
+    # dense form for the cases a kind has no structured answer for.
+    def restrict(self, rel: Sequence[tuple[int, int]], fill) -> "Block":  # pragma: no cover - overridden
         """Sub-block for the relative region ``rel`` (list of (lo, hi))."""
-        if is_full(rel, self.shape):
-            return self
-        return self._dense(self.to_dense(fill)[rel_slices(rel)])
+        raise NotImplementedError
 
-    def add_dim(self, dim: int, fill) -> "Block":
-        return self._dense(self.to_dense(fill).unsqueeze(dim))
+    def add_dim(self, dim: int, fill) -> "Block":  # pragma: no cover - overridden
+        """A size-1 dimension inserted at ``dim``."""
+        raise NotImplementedError
 
-    def remove_dim(self, dim: int, fill) -> "Block":
-        return self._dense(self.to_dense(fill).squeeze(dim))
+    def remove_dim(self, dim: int, fill) -> "Block":  # pragma: no cover - overridden
+        """The size-1 dimension ``dim`` removed."""
+        raise NotImplementedError
 
-    def expand_dim(self, dim: int, size: int, fill) -> "Block":
+    def expand_dim(self, dim: int, size: int, fill) -> "Block":  # pragma: no cover - overridden
         """Logically repeat a size-1 dimension ``size`` times."""
-        from .block_repeat import make_bcast_block
+        raise NotImplementedError
 
-        dense = self.to_dense(fill)
-        shape = list(self.shape)
-        shape[dim] = size
-        return make_bcast_block(dense, tuple(shape))
+    def permute(self, perm: Sequence[int], fill) -> "Block":  # pragma: no cover - overridden
+        """The extent's dimensions reordered (``torch.permute``)."""
+        raise NotImplementedError
 
-    def permute(self, perm: Sequence[int], fill) -> "Block":
-        return self._dense(self.to_dense(fill).permute(*perm))
-
-    def sum_dim(self, dim: int, fill) -> "Block":
+    def sum_dim(self, dim: int, fill) -> "Block":  # pragma: no cover - overridden
         """Sum over ``dim`` of the extent (holes count as ``fill``)."""
-        return self._dense(self.to_dense(fill).sum(dim))
+        raise NotImplementedError
 
     def any_value(self, fill) -> bool:
         return bool(self.to_dense(fill).any())
 
     def all_value(self, fill) -> bool:
         return bool(self.to_dense(fill).all())
+
+    # ---------------------------------------------------- structural equality
+    def structure(self) -> tuple:  # pragma: no cover - overridden
+        """What defines the block besides its kind and extent, in a fixed order: its stored tensors,
+        the blocks it wraps and its parameters (everything else it holds is derived from these)."""
+        raise NotImplementedError
+
+    def same_structure(self, other: "Block") -> bool:
+        """Whether ``other`` is the same block without reading a value: same kind and extent, equal
+        parameters, wrapped blocks of the same structure, and stored tensors that are the very same
+        view of the very same storage (so the same values)."""
+        if self is other:
+            return True
+        if type(self) is not type(other) or self.shape != other.shape:
+            return False
+        return all(_same_part(a, b) for a, b in zip(self.structure(), other.structure(), strict=True))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"

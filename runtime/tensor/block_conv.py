@@ -28,12 +28,13 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block, is_full
+from .block_fallback import DenseFallbackBlock
 from .block_patches import PatchesBlock
 from .block_unit_dims import UnitDimBlock
 from .conv_utils import conv_out_hw, pair
 
 
-class ConvBlock(Block):
+class ConvBlock(DenseFallbackBlock):
     kind = "conv"
     has_holes = True
 
@@ -80,6 +81,9 @@ class ConvBlock(Block):
 
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_weight(fn(self.weight))
+
+    def structure(self) -> tuple:
+        return (self.weight, self.in_hw, self.stride, self.padding, self.lead)
 
     def any_value(self, fill) -> bool:
         return self.as_patches().any_value(fill)

@@ -22,6 +22,8 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block, is_full, same_value
+from .block_fallback import DenseFallbackBlock
+from .block_repeat import DenseBlock
 
 
 def diagonal_of(t: torch.Tensor, delta: int) -> torch.Tensor:
@@ -29,7 +31,7 @@ def diagonal_of(t: torch.Tensor, delta: int) -> torch.Tensor:
     return torch.diagonal(t, 0, delta, delta + 1).movedim(-1, delta)
 
 
-class DiagonalBlock(Block):
+class DiagonalBlock(DenseFallbackBlock):
     kind = "diagonal"
     has_holes = True
 
@@ -56,6 +58,9 @@ class DiagonalBlock(Block):
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return DiagonalBlock(fn(self.core), self.delta)
 
+    def structure(self) -> tuple:
+        return (self.core, self.delta)
+
     def _core_dim(self, dim: int) -> int:
         return dim if dim <= self.delta else dim - 1
 
@@ -78,8 +83,6 @@ class DiagonalBlock(Block):
         return super().add_dim(dim, fill)
 
     def remove_dim(self, dim: int, fill) -> Block:
-        from .block_dense import DenseBlock
-
         d = self.delta
         if dim in (d, d + 1):
             return DenseBlock(self.core)  # n == 1: the diagonal is the whole block
@@ -107,8 +110,6 @@ class DiagonalBlock(Block):
         return DiagonalBlock(self.core.permute(*core_perm), min(q, q2))
 
     def sum_dim(self, dim: int, fill) -> Block:
-        from .block_dense import DenseBlock
-
         d = self.delta
         zero = same_value(fill, 0) or fill is False
         if zero and dim in (d, d + 1):

@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block, is_full
+from .block_fallback import DenseFallbackBlock
 from .block_unit_dims import UnitDimBlock
 from .conv_utils import footprint_valid, pair, patch_index_map, unfold_image
 
@@ -45,7 +46,7 @@ def _scatter_index(out_chw, in_chw, k_hw, stride, padding, device):
     return flat, valid, hit.view(rows, cols)
 
 
-class PatchesBlock(Block):
+class PatchesBlock(DenseFallbackBlock):
     kind = "patches"
     has_holes = True
 
@@ -91,6 +92,9 @@ class PatchesBlock(Block):
 
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_core(fn(self.core))
+
+    def structure(self) -> tuple:
+        return (self.core, self.in_hw, self.stride, self.padding)
 
     # ------------------------------------------------------------- scaling
     def scale_rows(self, c: torch.Tensor) -> "PatchesBlock":

@@ -14,19 +14,32 @@ Example: ``b = [[1], [2]]`` (shape [2, 1]) with extent [2, 3] is::
     [[1, 1, 1],
      [2, 2, 2]]
 
-This class is also the shared implementation of :class:`DenseBlock` (nothing
-repeated) and :class:`ConstantBlock` (everything repeated); use
-:func:`make_bcast_block` to get the most specific kind for a core.
+This class is also the shared implementation of its two special cases, defined
+here too: :class:`DenseBlock` (nothing repeated) and :class:`ConstantBlock`
+(everything repeated).  Every operation of the three returns the most specific
+kind of its result (:func:`make_bcast_block`), so the three are one module.
+
+Dense block: the core *is* the dense form of the block.  Index map: identity,
+``phi(i_1..i_r) = (i_1..i_r)``; no holes.  Example: core ``[[1, 2], [3, 4]]``
+placed at start ``(1, 0)`` of a 3x3 tensor with background 0 gives::
+
+    [[0, 0, 0],
+     [1, 2, 0],
+     [3, 4, 0]]
+
+Constant block: one scalar repeated over the whole extent.  The core is a
+single value (stored as a tensor with all dims of size 1); every dense index of
+the extent reads core index ``(0, ..., 0)``; no holes.  Example: value ``7``
+with extent [2, 3] is ``[[7, 7, 7], [7, 7, 7]]``.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Sequence
 
 import torch
 
-from .block_base import Block, is_full, rel_slices
+from .block_base import Block, is_full
 
 
 class RepeatBlock(Block):
@@ -58,6 +71,9 @@ class RepeatBlock(Block):
 
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return make_bcast_block(fn(self.core), self.shape)
+
+    def structure(self) -> tuple:
+        return (self.core, self.shape)
 
     # -------------------------------------------------------- structural ops
     def restrict(self, rel, fill=None) -> Block:
@@ -107,28 +123,47 @@ class RepeatBlock(Block):
         return not self.numel() or (bool(self._first_line().all()) and bool(self.core.all()))
 
 
+class DenseBlock(RepeatBlock):
+    """Nothing repeated: the core is the extent."""
+
+    kind = "dense"
+
+    def __init__(self, core: torch.Tensor):
+        super().__init__(core, tuple(core.shape))
+
+    def to_dense(self, fill=None) -> torch.Tensor:
+        return self.core
+
+
+class ConstantBlock(RepeatBlock):
+    """Everything repeated: one value over the extent."""
+
+    kind = "constant"
+
+    def __init__(self, core: torch.Tensor, shape: Sequence[int]):
+        shape = tuple(int(s) for s in shape)
+        if core.numel() != 1:
+            raise ValueError("constant block core must hold exactly one value")
+        super().__init__(core.reshape((1,) * len(shape)), shape)
+
+    @classmethod
+    def of(cls, value, shape, dtype=torch.float32, device=None) -> "ConstantBlock":
+        return cls(torch.full((1,) * len(shape), value, dtype=dtype, device=device), shape)
+
+    @property
+    def value(self):
+        return self.core.reshape(()).item()
+
+
 def make_bcast_block(core: torch.Tensor, shape: Sequence[int]) -> Block:
     """Most specific block kind (dense / repeat / constant) for ``core.expand(shape)``.
 
     ``core`` may have fewer dims than ``shape`` (leading dims are added)."""
-    kinds = _KINDS or _load_kinds()
     shape = tuple(int(s) for s in shape)
     if core.dim() < len(shape):
         core = core.reshape((1,) * (len(shape) - core.dim()) + tuple(core.shape))
     if tuple(core.shape) == shape:
-        return kinds["dense"](core)
+        return DenseBlock(core)
     if core.numel() == 1:
-        return kinds["constant"](core.reshape((1,) * len(shape)), shape)
+        return ConstantBlock(core.reshape((1,) * len(shape)), shape)
     return RepeatBlock(core, shape)
-
-
-_KINDS: dict[str, type] = {}
-
-
-def _load_kinds() -> dict[str, type]:
-    """The subclasses, imported once (they import this module)."""
-    from .block_constant import ConstantBlock
-    from .block_dense import DenseBlock
-
-    _KINDS.update(dense=DenseBlock, constant=ConstantBlock)
-    return _KINDS

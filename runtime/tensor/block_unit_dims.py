@@ -20,9 +20,10 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block
+from .block_fallback import DenseFallbackBlock
 
 
-class UnitDimBlock(Block):
+class UnitDimBlock(DenseFallbackBlock):
     kind = "unit_dims"
 
     def __init__(self, base: Block, dims: Sequence[int]):
@@ -42,6 +43,9 @@ class UnitDimBlock(Block):
 
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return UnitDimBlock(self.base.map_values(fn), self.dims)
+
+    def structure(self) -> tuple:
+        return (self.base, self.dims)
 
     def add_dim(self, dim: int, fill) -> Block:
         dims = [d + 1 if d >= dim else d for d in self.dims] + [dim]

@@ -22,8 +22,7 @@ from typing import Callable, Sequence
 import torch
 
 from .block_base import Block, same_value
-from .block_dense import DenseBlock
-from .block_repeat import RepeatBlock, make_bcast_block
+from .block_repeat import DenseBlock, RepeatBlock, make_bcast_block
 from .overlap import contains, plan_regions, region_of, relative, shape_of, start_of
 from .sparse_tensor import SparseTensor
 

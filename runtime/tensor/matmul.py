@@ -48,10 +48,9 @@ import torch.nn.functional as F
 
 from .block_base import Block, same_value
 from .block_conv import ConvBlock
-from .block_dense import DenseBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
-from .block_repeat import RepeatBlock, make_bcast_block
+from .block_repeat import DenseBlock, RepeatBlock, make_bcast_block
 from .conv_utils import fold_patches, unfold_image
 from .elementwise import generic_region
 from .overlap import intersect, plan_regions, region_of, relative, shape_of, start_of

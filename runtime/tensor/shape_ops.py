@@ -22,8 +22,7 @@ from typing import Sequence
 import torch
 
 from .block_base import same_value
-from .block_constant import ConstantBlock
-from .block_dense import DenseBlock
+from .block_repeat import ConstantBlock, DenseBlock
 from .overlap import contains, intersect, plan_regions, region_of, relative, shape_of, start_of
 from .sparse_tensor import SparseTensor
 

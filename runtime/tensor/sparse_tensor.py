@@ -13,18 +13,42 @@ whose only non-zero part is over the previous layer (neurons 4..7) is::
 
 Blocks carry the tensor's dtype/device; the background is stored as a Python
 scalar already rounded to the dtype.
+
+The arithmetic operators (``a + b``, ``a @ b``, ...) are the functional API's
+``binary``/``unary``/``inner``, which import this module: :mod:`.api` installs
+them here with :func:`register_operators` when it is imported (always, by the
+package's ``__init__``), so this module does not import the API back.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 
 from .block_base import Block
+from .block_repeat import DenseBlock
 from .overlap import Region, intersect, region_of, relative
+
+
+#: The functional API's ``binary``, ``unary`` and ``inner`` (see :func:`register_operators`).
+_OPERATORS: dict[str, Callable] = {}
+
+
+def register_operators(*, binary: Callable, unary: Callable, inner: Callable) -> None:
+    """Install the functions :class:`SparseTensor`'s operators call: ``binary(a, b, op)``,
+    ``unary(a, op)`` and ``inner(a, b)`` (:mod:`.api` does, when it is imported)."""
+    _OPERATORS.update(binary=binary, unary=unary, inner=inner)
+
+
+def _operator(name: str) -> Callable:
+    try:
+        return _OPERATORS[name]
+    except KeyError:
+        raise RuntimeError("SparseTensor operators need cfruntime.tensor.api, which registers them: "
+                           "import cfruntime.tensor") from None
 
 
 @functools.lru_cache(maxsize=1024)
@@ -130,8 +154,6 @@ class SparseTensor:
     def from_dense(cls, t: torch.Tensor, background=None) -> "SparseTensor":
         """One dense block (or none) covering the bounding box of the entries that
         differ from ``background`` (default: 0 / False)."""
-        from .block_dense import DenseBlock
-
         if background is None:
             background = False if t.dtype == torch.bool else 0
         bg = py_scalar(background, t.dtype)
@@ -154,40 +176,35 @@ class SparseTensor:
         return cls(t.shape, bg, [(start, DenseBlock(t[tuple(sl)]))], dtype=t.dtype, device=t.device)
 
     # ---------------------------------------------------------- operators
-    def _api(self):
-        from . import api
-
-        return api
-
     def __add__(self, o):
-        return self._api().binary(self, o, "add")
+        return _operator("binary")(self, o, "add")
 
     def __radd__(self, o):
-        return self._api().binary(o, self, "add")
+        return _operator("binary")(o, self, "add")
 
     def __sub__(self, o):
-        return self._api().binary(self, o, "sub")
+        return _operator("binary")(self, o, "sub")
 
     def __rsub__(self, o):
-        return self._api().binary(o, self, "sub")
+        return _operator("binary")(o, self, "sub")
 
     def __mul__(self, o):
-        return self._api().binary(self, o, "mul")
+        return _operator("binary")(self, o, "mul")
 
     def __rmul__(self, o):
-        return self._api().binary(o, self, "mul")
+        return _operator("binary")(o, self, "mul")
 
     def __truediv__(self, o):
-        return self._api().binary(self, o, "div")
+        return _operator("binary")(self, o, "div")
 
     def __rtruediv__(self, o):
-        return self._api().binary(o, self, "div")
+        return _operator("binary")(o, self, "div")
 
     def __neg__(self):
-        return self._api().unary(self, "neg")
+        return _operator("unary")(self, "neg")
 
     def __matmul__(self, o):
-        return self._api().inner(self, o)
+        return _operator("inner")(self, o)
 
     def __repr__(self) -> str:
         kinds = ", ".join(f"{b.kind}@{s}:{b.shape}" for s, b in self.blocks)
