@@ -8,12 +8,12 @@ STAMP  := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# One virtual environment with the package (editable) and the test tools: the ranges of pyproject.toml,
-# the exact versions CI uses from constraints.txt.
+# One virtual environment with the package (editable), the test tools and Ray (`cf-run --ray`, tested in CI):
+# the ranges of pyproject.toml, the exact versions CI uses from constraints.txt.
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,ray]'
 	touch $(STAMP)
 
 # The main job on the embedded default: certify the shipped MNIST net on the shipped images.

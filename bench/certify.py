@@ -5,10 +5,12 @@
     python bench/certify.py --certifiers deepz,polyzono,zid --nets cifar_relu_7_1024 --modes CF --dtype float32 \
         --n 20 --batch 20 --no-compile-times --out bench/results/memory_cifar_7x1024.json    # memory
 
-For each (certifier, network, mode) one child process runs the compiled engine on the first ``--n``
-images at the paper's epsilon for that network (batch 100 for fully-connected nets, 10 for conv nets,
-as in the paper, or ``--batch``) and reports the number of certified images, the analysis time (compilation excluded:
-the emitted module is cached) and the peak resident memory of the process (``ru_maxrss``).  Runs over
+For each (certifier, network, mode) one child process certifies the first ``--n`` images at the
+paper's epsilon for that network with the public API (``cfmlir.certify``, the compiled engine; batch
+100 for fully-connected nets, 10 for conv nets, as in the paper, or ``--batch``; a batch that runs out
+of memory is split, and the run's ``batch_used`` says so) and reports the number of certified images,
+the analysis time (``certify``'s ``analysis_s``; compilation excluded: the emitted module is cached)
+and the peak resident memory of the process (``ru_maxrss``).  Runs over
 ``--timeout`` seconds are reported as timeouts.  A separate table gives the uncached compile time of
 every shipped certifier (the full default pipeline, in-process).  Prints tables and writes
 ``bench/results/certify.json``.
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 
 from cfmlir.certifiers import BASE_CERTIFIERS, certifier_names
-from cfruntime.properties.paper_eps import PAPER_EPSILON
+from paper_problems import PAPER_EPSILON, paper_batch_size, paper_files
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -38,39 +40,34 @@ EPS = PAPER_EPSILON  # the paper's epsilons (cfruntime.properties.paper_eps)
 DEFAULT_CERTIFIERS = ",".join(BASE_CERTIFIERS)
 DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_relu_6_500_pgd,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
 
+#: one run, in a child process (its peak memory is the run's): the public API's certify, whose analysis
+#: time (margin networks, bounds, verdicts; compilation excluded) is the figure
 CHILD = r"""
-import json, resource, sys, time, torch
-from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
-from cfruntime.flow.engine import run_certifier
-from cfruntime.properties import load_paper_problem
-cert_name, net_name, n, batch, sparse, rewrite, dtype = sys.argv[1:8]
-dtype = getattr(torch, dtype)
-n, batch = int(n), int(batch)
-sparse, rewrite = sparse == "1", rewrite == "1"
-cert = compile_certifier(*load_certifier_source(cert_name), pipeline_for(rewrite))
-net, prop = load_paper_problem(net_name, n)
-pred = net.forward(prop.x.double()).argmax(1)
-certified, t0 = 0, time.perf_counter()
-for s in range(0, n, batch):
-    sl = slice(s, min(n, s + batch))
-    res = run_certifier(cert, net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl], sparse=sparse, dtype=dtype)
-    own = torch.nn.functional.one_hot(prop.labels[sl], prop.C.shape[1]).bool()
-    ok = ((res.lower > 0) | own).all(1) & (pred[sl] == prop.labels[sl])
-    certified += int(ok.sum())
-elapsed = time.perf_counter() - t0
-print(json.dumps({"certified": certified, "correct": int((pred == prop.labels).sum()), "analysis_s": elapsed,
-                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+import json, resource, sys
+import cfmlir
+cert_name, net_path, manifest, csv, eps, n, batch, sparse, rewrite, dtype = sys.argv[1:11]
+cert = cfmlir.compile(cert_name, rewrite=rewrite == "1")
+net = cfmlir.load_network(net_path, manifest=manifest)
+prop = cfmlir.robustness_property(net, csv, float(eps), n=int(n))
+net(prop.x.double())  # torch's first operations in this process (thread pool, kernels): not the analysis's time
+res = cfmlir.certify(cert, net, prop, dtype=dtype, batch_size=int(batch), sparse=sparse == "1")
+out = {"certified": int(res.certified.sum()), "correct": int(res.correct.sum()), "analysis_s": res.times["analysis_s"],
+       "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+if res.batch_size != int(batch):  # a batch ran out of memory and was split
+    out["batch_used"] = res.batch_size
+print(json.dumps(out))
 """
-
-
-def is_conv(net: str) -> bool:
-    return "conv" in net.lower()
 
 
 def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str = "float64", batch: int | None = None) -> dict:
     sparse, rewrite = MODES[mode]
-    batch = batch or (10 if is_conv(net) else 100)
-    args = [sys.executable, "-c", CHILD, cert, net, str(n), str(batch), str(int(sparse)), str(int(rewrite)), dtype]
+    batch = batch or paper_batch_size(net)
+    try:
+        net_path, csv, eps, manifest = paper_files(net)
+    except FileNotFoundError as exc:
+        return {"status": "error", "error": str(exc)}
+    args = [sys.executable, "-c", CHILD, cert, str(net_path), str(manifest), str(csv), repr(eps), str(n), str(batch),
+            str(int(sparse)), str(int(rewrite)), dtype]
     try:
         p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     except subprocess.TimeoutExpired:
@@ -84,6 +81,8 @@ def run_one(cert: str, net: str, mode: str, n: int, timeout: float, dtype: str =
 
 
 def compile_times() -> dict[str, float]:
+    """Seconds of an uncached compilation of every shipped certifier (the compiler itself: ``cfmlir.compile``
+    reads the cache and has no option to bypass it)."""
     from cfmlir.certifiers import certifier_names, certifier_source
     from cfmlir.compiler import compile_certifier, pipeline_for
 
@@ -114,6 +113,10 @@ def main() -> int:
         print(f"error: {SHARED} not found (the shared networks and data)", file=sys.stderr)
         return 1
     nets = list(EPS) if args.nets == "all" else args.nets.split(",")
+    unknown = [net for net in nets if net not in EPS]
+    if unknown:
+        print(f"error: no paper epsilon for network {', '.join(unknown)} (known: {', '.join(EPS)})", file=sys.stderr)
+        return 1
     modes = list(MODES) if args.modes == "all" else args.modes.split(",")
     certs = certifier_names() if args.certifiers == "all" else args.certifiers.split(",")
     results = {"n": args.n, "timeout_s": args.timeout, "dtype": args.dtype, "runs": [], "compile_s": {}}
@@ -127,7 +130,7 @@ def main() -> int:
         for cert in certs:
             for mode in modes:
                 r = run_one(cert, net, mode, args.n, args.timeout, args.dtype, args.batch)
-                r.update(certifier=cert, network=net, mode=mode, eps=EPS[net], batch=args.batch or (10 if is_conv(net) else 100))
+                r.update(certifier=cert, network=net, mode=mode, eps=EPS[net], batch=args.batch or paper_batch_size(net))
                 results["runs"].append(r)
                 if r["status"] == "ok":
                     print(f"{cert:11s} {net:32s} {mode:7s} {r['certified']:3d}/{r['correct']:<3d}"

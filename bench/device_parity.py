@@ -8,7 +8,10 @@ epsilon three times: on the CPU in float64 (the reference the soundness tests ch
 in float64 (must agree with the CPU to 1e-9 relative: same arithmetic, other kernels) and on
 ``--device`` in float32 (the precision GPU verifiers use: every image certified in float32 must be
 certified in float64 too; the largest relative difference to the float64 bounds is reported --
-float32 rounding through many layers, not a pass/fail figure).  Device times are the median of ``--repeat`` runs after one warm-up run (first-call kernel
+float32 rounding through many layers, not a pass/fail figure).  Every run is one ``cfmlir.certify``
+(the public API: its batching loop, its margins and its ``certified`` verdicts) and its time is
+``certify``'s ``analysis_s`` (the whole pass: margin networks, bounds back on the CPU, verdicts).
+Device times are the median of ``--repeat`` runs after one warm-up run (first-call kernel
 compilation and allocator growth excluded); the CPU time is one run.  Batch 100 for fully-connected
 nets, 10 for conv nets, as in ``bench/certify.py``.  Prints a table and writes
 ``bench/results/device_parity.json``.
@@ -21,41 +24,23 @@ import json
 import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
-from cfruntime.flow.engine import run_certifier
-from cfruntime.properties import load_paper_problem
-from cfruntime.properties.paper_eps import PAPER_EPSILON
+import cfmlir
+from paper_problems import PAPER_EPSILON, error_line, paper_batch_size, paper_problem, user_errors
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
 
 
-def analyse(cert, net, prop, n, batch, device, dtype):
-    """Margin lower/upper bounds [n, K] (on the CPU, float64) and the wall time of the whole pass."""
-    lows, ups = [], []
+def analyse(cert, net, prop, batch, device, dtype) -> cfmlir.Result:
+    """``cfmlir.certify`` of ``prop`` (margins [n, K] on the CPU in float64, verdicts, ``analysis_s``:
+    the wall time of the whole pass, which ends with the bounds copied back to the CPU)."""
     if device.startswith("cuda"):
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for s in range(0, n, batch):
-        sl = slice(s, min(n, s + batch))
-        res = run_certifier(cert, net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl],
-                            dtype=dtype, device=device)
-        lows.append(res.lower)
-        ups.append(res.upper)
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    elapsed = time.perf_counter() - t0
-    return torch.cat(lows).double().cpu(), torch.cat(ups).double().cpu(), elapsed
-
-
-def certified(lower, prop, pred):
-    own = torch.nn.functional.one_hot(prop.labels[: lower.shape[0]], prop.C.shape[1]).bool()
-    return ((lower > 0) | own).all(1) & (pred == prop.labels[: lower.shape[0]])
+    return cfmlir.certify(cert, net, prop, device=device, dtype=dtype, batch_size=batch)
 
 
 def rel_diff(a, b):
@@ -88,28 +73,26 @@ def main() -> int:
           f"{'rel diff f32':>12s} {'cpu f64 s':>9s} {'dev f64 s':>9s} {'dev f32 s':>9s}  verdict")
     ok_all = True
     for net_name in args.nets.split(","):
-        net, prop = load_paper_problem(net_name, args.n)
-        batch = 10 if "conv" in net_name.lower() else 100
-        pred = net.forward(prop.x.double()).argmax(1)
+        net, prop = paper_problem(net_name, args.n)
+        _, warm_prop = paper_problem(net_name, min(args.n, paper_batch_size(net_name)))  # the first batch
+        batch = paper_batch_size(net_name)
         for cert_name in args.certifiers.split(","):
-            cert = compile_certifier(*load_certifier_source(cert_name), pipeline_for(True))
-            lo_cpu, up_cpu, t_cpu = analyse(cert, net, prop, args.n, batch, "cpu", torch.float64)
+            cert = cfmlir.compile(cert_name)
+            cpu = analyse(cert, net, prop, batch, "cpu", "float64")
             timed = {}
-            for dtype in (torch.float64, torch.float32):
-                analyse(cert, net, prop, min(args.n, batch), batch, args.device, dtype)  # warm-up
-                runs = [analyse(cert, net, prop, args.n, batch, args.device, dtype) for _ in range(args.repeat)]
-                timed[dtype] = (runs[0][0], runs[0][1], statistics.median(r[2] for r in runs))
-            lo64, up64, t64 = timed[torch.float64]
-            lo32, up32, t32 = timed[torch.float32]
-            d64 = max(rel_diff(lo64, lo_cpu), rel_diff(up64, up_cpu))
-            d32 = max(rel_diff(lo32, lo_cpu), rel_diff(up32, up_cpu))
-            c64 = certified(lo_cpu, prop, pred)
-            c32 = certified(lo32, prop, pred)
+            for dtype in ("float64", "float32"):
+                analyse(cert, net, warm_prop, batch, args.device, dtype)  # warm-up
+                runs = [analyse(cert, net, prop, batch, args.device, dtype) for _ in range(args.repeat)]
+                timed[dtype] = (runs[0], statistics.median(r.times["analysis_s"] for r in runs))
+            (r64, t64), (r32, t32), t_cpu = timed["float64"], timed["float32"], cpu.times["analysis_s"]
+            d64 = max(rel_diff(r64.margin_lb, cpu.margin_lb), rel_diff(r64.margin_ub, cpu.margin_ub))
+            d32 = max(rel_diff(r32.margin_lb, cpu.margin_lb), rel_diff(r32.margin_ub, cpu.margin_ub))
+            c64, c32 = cpu.certified, r32.certified
             extra32 = int((c32 & ~c64).sum())
             verdict = "ok" if d64 <= 1e-9 and extra32 == 0 else "MISMATCH"
             ok_all &= verdict == "ok"
             row = dict(certifier=cert_name, network=net_name, eps=PAPER_EPSILON[net_name],
-                       certified_f64=int(c64.sum()), certified_f32=int(c32.sum()), correct=int((pred == prop.labels).sum()),
+                       certified_f64=int(c64.sum()), certified_f32=int(c32.sum()), correct=int(cpu.correct.sum()),
                        rel_diff_f64=d64, rel_diff_f32=d32, f32_certified_not_f64=extra32,
                        cpu_f64_s=t_cpu, device_f64_s=t64, device_f32_s=t32, verdict=verdict)
             rows.append(row)
@@ -122,4 +105,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except user_errors() as exc:  # an unknown network or certifier: one line
+        print(error_line(exc), file=sys.stderr)
+        sys.exit(1)

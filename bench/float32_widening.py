@@ -14,6 +14,13 @@ default).  Per row:
   without CUDA graphs each operation is a kernel launch);
 * times (median of ``--repeat`` runs, after one warm-up) of raw and widened float32 runs, and their ratio.
 
+Every run goes through the public API: the bounds, verdicts and layer bounds are one
+``cfmlir.certify`` of all the boxes in one batch; the operation counts and the times are of the
+engine's bound computation alone (``cfmlir.engine_for(...).bounds`` on a margin network made
+beforehand), as ``certify``'s margin network and verdicts are no part of what the widening costs.  The
+counts include the engine's 8 operations that take the boxes in (as float64 arrays) and give the
+bounds back (float64 on the CPU), in the raw and the widened run alike.
+
     .venv/bin/python bench/float32_widening.py [--n 10] [--nets ...] [--certifiers ...] [--out bench/results/float32_widening.json]
     .venv/bin/python bench/float32_widening.py --times-only NET:CERTIFIER ... --out bench/results/float32_widening_times.json
 """
@@ -23,34 +30,45 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import torch
 
+import cfmlir
 from cfmlir.certifiers import BASE_CERTIFIERS
-from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
-from cfruntime import contract
-from cfruntime import tensor as gb
-from cfruntime.flow.engine import EngineError, run_certifier
+from cfruntime.flow.engine import EngineError
 from cfruntime.op_count import OpCounter
-from cfruntime.properties import load_paper_problem, shared_dir
+from cfruntime.properties import shared_dir
 from cfruntime.soundness import check_bounds
+from paper_problems import error_line, paper_problem, user_errors
 
 NETS = ("mnist_relu_3_50", "mnist_relu_9_200", "mnist_ffnnSIGMOID__Point_6x200", "mnist_nln_tansig_200_50",
         "mnist_convSmallRELU__DiffAI", "cifar_relu_4_100", "cifar10_convSmallRELU__Point", "cifar10_convSmallRELU__PGDK")
 
 
-def _run(cert, mnet, prop, dtype, widen):
-    return run_certifier(cert, mnet, prop.lb, prop.ub, dtype=dtype, widen=widen, graph=False)
+def _certify(cert, net, prop, dtype: str, widen: bool) -> cfmlir.Result:
+    """All the boxes in one batch, with every layer's bounds."""
+    return cfmlir.certify(cert, net, prop, dtype=dtype, widen=widen, batch_size=len(prop), layer_bounds=True)
+
+
+def _margins(res: cfmlir.Result):
+    """The margin layer's ``(lower, upper)`` [N, K], float64 (own columns as computed, not zeroed)."""
+    return res.layer_bounds[max(res.layer_bounds)]
+
+
+def _bounds(cert, mnet, prop, widen):
+    """The engine's bound computation alone, in float32 (what is timed and counted)."""
+    return cfmlir.engine_for(cert, dtype="float32", widen=widen).bounds(mnet, prop.lb, prop.ub)
 
 
 def _timed(cert, mnet, prop, widen, repeat):
-    _run(cert, mnet, prop, torch.float32, widen)  # warm-up
+    _bounds(cert, mnet, prop, widen)  # warm-up
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        _run(cert, mnet, prop, torch.float32, widen)
+        _bounds(cert, mnet, prop, widen)
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts)
 
@@ -58,17 +76,14 @@ def _timed(cert, mnet, prop, widen, repeat):
 def _ops(cert, mnet, prop, widen):
     """Torch operations and host syncs of one float32 run (deterministic: they predict GPU time)."""
     with OpCounter() as oc:
-        _run(cert, mnet, prop, torch.float32, widen)
+        _bounds(cert, mnet, prop, widen)
     return oc.ops, oc.syncs
 
 
-def _violations(net, mnet, prop, res, tol):
-    n = len(prop)
-    layers = {}
-    lo_name, hi_name = res.names
-    for layer in mnet.layers[1:-1]:
-        layers[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, m)).double().expand(n, -1) for m in (lo_name, hi_name))
-    return check_bounds(net, prop.lb, prop.ub, layers, margin_bounds=(res.lower.double(), res.upper.double()), C=prop.C,
+def _violations(net, prop, res: cfmlir.Result, tol):
+    last = max(res.layer_bounds)
+    layers = {k: v for k, v in res.layer_bounds.items() if k != last}
+    return check_bounds(net.network, prop.lb, prop.ub, layers, margin_bounds=_margins(res), C=prop.C,
                         n_samples=64, n_vertices=16, pgd_steps=10, tol=tol)
 
 
@@ -78,14 +93,14 @@ def times_only(args) -> None:
     rows = []
     for spec in args.times_only:
         net_name, name = spec.split(":")
-        net, prop = load_paper_problem(net_name, args.n, shared_dir())
+        net, prop = paper_problem(net_name, args.n, shared_dir())
         mnet = net.with_margin_layer(prop.C)
-        cert = compile_certifier(*load_certifier_source(name), pipeline_for(True))
+        cert = cfmlir.compile(name)
         t = {False: [], True: []}
         for _ in range(args.repeat + 1):
             for widen in (False, True):
                 t0 = time.perf_counter()
-                _run(cert, mnet, prop, torch.float32, widen)
+                _bounds(cert, mnet, prop, widen)
                 t[widen].append(time.perf_counter() - t0)
         raw, wide = min(t[False][1:]), min(t[True][1:])
         rows.append({"network": net_name, "certifier": name, "n": args.n, "seconds_raw_float32": raw,
@@ -115,29 +130,28 @@ def main() -> None:
     print(f"{'network':30} {'certifier':10} {'viol raw':>8} {'viol wide':>9} {'cert 64/raw/wide':>16} "
           f"{'width med':>9} {'width max':>9} {'lb loss':>9} {'ops raw/wide':>12} {'raw s':>7} {'wide s':>7} {'ratio':>6}")
     for net_name in args.nets:
-        net, prop = load_paper_problem(net_name, args.n, shared)
+        net, prop = paper_problem(net_name, args.n, shared)
         mnet = net.with_margin_layer(prop.C)
         for name in args.certifiers:
-            cert = compile_certifier(*load_certifier_source(name), pipeline_for(True))
-            names = tuple(cert.member_with_role(contract.NUMBER_LETTERS, r) for r in (contract.LOWER, contract.UPPER))
+            cert = cfmlir.compile(name)
             try:
-                r64 = _run(cert, mnet, prop, torch.float64, False)
+                r64 = _certify(cert, net, prop, "float64", False)
             except EngineError as exc:
                 print(f"{net_name:30} {name:10} -- {exc}")
                 rows.append({"network": net_name, "certifier": name, "skipped": str(exc)})
                 continue
-            raw = _run(cert, mnet, prop, torch.float32, False)
-            wide = _run(cert, mnet, prop, torch.float32, True)
-            raw.names = wide.names = names
-            v_raw = _violations(net, mnet, prop, raw, args.tol)
-            v_wide = _violations(net, mnet, prop, wide, args.tol)
-            w64 = r64.upper - r64.lower
-            ww = wide.upper.double() - wide.lower.double()
+            raw = _certify(cert, net, prop, "float32", False)
+            wide = _certify(cert, net, prop, "float32", True)
+            v_raw = _violations(net, prop, raw, args.tol)
+            v_wide = _violations(net, prop, wide, args.tol)
+            (lo64, up64), (lo_wide, up_wide) = _margins(r64), _margins(wide)
+            w64 = up64 - lo64
+            ww = up_wide - lo_wide
             keep = torch.isfinite(ww) & (w64 > 1e-9)
             ratio = (ww[keep] / w64[keep]) if keep.any() else torch.ones(1, dtype=torch.float64)
-            fin = torch.isfinite(wide.lower) & torch.isfinite(r64.lower)
-            loss = float((r64.lower - wide.lower.double())[fin].max()) if fin.any() else 0.0
-            certified = [int(prop.verified(x.lower.double()).sum()) for x in (r64, raw, wide)]
+            fin = torch.isfinite(lo_wide) & torch.isfinite(lo64)
+            loss = float((lo64 - lo_wide)[fin].max()) if fin.any() else 0.0
+            certified = [int(x.certified.sum()) for x in (r64, raw, wide)]
             ops = [_ops(cert, mnet, prop, w) for w in (False, True)]
             t_raw = _timed(cert, mnet, prop, False, args.repeat)
             t_wide = _timed(cert, mnet, prop, True, args.repeat)
@@ -162,4 +176,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except user_errors() as exc:  # an unknown network or certifier: one line
+        print(error_line(exc), file=sys.stderr)
+        sys.exit(1)

@@ -15,8 +15,11 @@ Both tools run in one process under glibc's allocator as it comes (its adaptive 
 make the CPU timings of big tensors vary by up to 1.5x between runs) or, with ``--malloc fixed``, with
 those thresholds fixed (repeatable; both tools run faster, auto_LiRPA more).  For one certification (the first batch) the torch operations and host syncs of both tools are
 counted (:class:`cfruntime.op_count.OpCounter`; ours eagerly: on CUDA our timed runs replay a CUDA
-graph, which the counts do not see).  TensorFloat-32 is off for both tools.  Margins are compared with auto_LiRPA's: IBP and
-CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
+graph, which the counts do not see).  Our side goes through the public API: ``cfmlir.compile``, the
+compiled engine's ``bounds`` (``cfmlir.engine_for``; its timed region therefore includes taking the
+float64 boxes in and giving the bounds back on the CPU, as in every ``cfmlir.certify``) and our
+certified counts from one untimed ``cfmlir.certify``.  TensorFloat-32 is off for both tools.  Margins
+are compared with auto_LiRPA's: IBP and CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
 bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
 
 Prints a table and writes ``bench/results/peer_compare[_cuda][_fixed_malloc].json``.  auto_LiRPA 0.7.1 lives in
@@ -107,24 +110,30 @@ WIDEN = True
 
 
 class Ours:
-    """The compiled certifier on the problem's boxes (margin layer per batch made beforehand)."""
+    """Our compiled certifier through the public API on the problem's boxes: the compiled engine's
+    bounds per batch (``cfmlir.engine_for``; margin layer per batch made beforehand), float32."""
 
     def __init__(self, certifier: str, net, prop, batches, device):
-        from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
+        import cfmlir
 
-        self.cert = compile_certifier(*load_certifier_source(certifier), pipeline_for(True))
-        self.device = device
+        self.cert = cfmlir.compile(certifier)
+        self.engine = cfmlir.engine_for(self.cert, device=device, dtype="float32", widen=WIDEN)
+        self.eager_engine = cfmlir.engine_for(self.cert, device=device, dtype="float32", widen=WIDEN, graph=False)
         self.work = {}
         for b in batches:
             sl = slice(b[0], b[-1] + 1)
-            self.work[b[0]] = (net.with_margin_layer(prop.C[sl]), prop.lb[sl].float().to(device), prop.ub[sl].float().to(device))
+            self.work[b[0]] = (net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl])
 
-    def __call__(self, b, graph: bool | None = None):
-        from cfruntime.flow.engine import run_certifier
-
+    def __call__(self, b):
+        """The margins' lower bounds of batch ``b`` (float64, on the CPU)."""
         mnet, lb, ub = self.work[b[0]]
-        return run_certifier(self.cert, mnet, lb, ub, dtype=torch.float32, device=self.device, graph=graph,
-                             widen=WIDEN).lower
+        return self.engine.bounds(mnet, lb, ub)[0]
+
+    def eager(self, b):
+        """Batch ``b`` run eagerly, for the operation count (on CUDA the timed engine replays a CUDA graph,
+        whose operations a count does not see): the same engine settings with ``graph=False``."""
+        mnet, lb, ub = self.work[b[0]]
+        return self.eager_engine.bounds(mnet, lb, ub)[0]
 
 
 class Peer:
@@ -183,13 +192,13 @@ def _margins_ours(lowers, labels, others) -> torch.Tensor:
 
 def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None,
             dense_max: int = DENSE_REFERENCE_MAX_NEURONS) -> list[dict]:
-    from cfruntime.properties import load_paper_problem
-    from cfruntime.properties.manifest import load_manifest
+    import cfmlir
+    from paper_problems import paper_files, paper_problem
 
     n = n_override or row.n
     batch = row.batch_gpu if device.type == "cuda" else row.batch_cpu
-    net, prop = load_paper_problem(row.net, n)
-    entry = next(e for e in load_manifest() if e.path.stem == row.net)
+    net, prop = paper_problem(row.net, n)
+    onnx_path = paper_files(row.net)[0]
     pred = net.forward(prop.x.double()).argmax(1)
     correct = pred == prop.labels
     batches = [list(range(s, min(n, s + batch))) for s in range(0, n, batch)]
@@ -199,22 +208,23 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
                "correct": int(correct.sum()), "device": str(device)}
         try:
             ours = Ours(cert, net, prop, batches, device)
-            peer = Peer(entry.path, prop, batches, device)
+            peer = Peer(onnx_path, prop, batches, device)
             peer.method = PEER_METHOD[cert]
             t_ours, low_ours = _timed(ours, batches, device, repeat)
             t_peer, low_peer = _timed(peer, batches, device, repeat)
             ours_m = _margins_ours(low_ours, prop.labels, peer.others)
             peer_m = torch.cat([l.double().cpu() for l in low_peer])
-            cert_ours = int((((ours_m > 0).all(1)) & correct).sum())
+            verdicts = cfmlir.certify(ours.cert, net, prop, engine=ours.engine, device=device, batch_size=batch)
+            cert_ours = int(verdicts.certified.sum())
             cert_peer = int((((peer_m > 0).all(1)) & correct).sum())
-            ops_o, syncs_o = _count(lambda: ours(batches[0], graph=False))  # the operations a replay saves
+            ops_o, syncs_o = _count(lambda: ours.eager(batches[0]))  # the operations a replay saves
             idx, bx = peer.tensor(batches[0])  # a BoundedTensor cannot be made inside the counting mode
             ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
             ref_m, ref_kind = peer_m, "timed run"
             if cert == "deeppoly":
                 ref_m, ref_kind = None, "not compared (network too large for a dense-intermediate run)"
                 if sum(l.size for l in net.layers) <= dense_max:
-                    dense = Peer(entry.path, prop, batches, device, dense_intermediate=True)
+                    dense = Peer(onnx_path, prop, batches, device, dense_intermediate=True)
                     dense.method = "backward"
                     ref_m, ref_kind = torch.cat([dense(b).double().cpu() for b in batches]), "dense-intermediate"
             diff = (ours_m - ref_m).abs() if ref_m is not None else None

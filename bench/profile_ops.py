@@ -2,9 +2,10 @@
 
     python bench/profile_ops.py --certifier deeppoly --net mnist_relu_6_100 --n 100
 
-Runs the compiled engine once on the first ``--n`` images of a shared network at the paper's epsilon,
-with every ``rt.<op>`` call the emitted rules make timed (the tensor ops run eagerly on the CPU, so
-wall time per call is the op's cost), and prints the ops by total time.  ``--slow MS`` also prints
+Certifies the first ``--n`` images of a shared network at the paper's epsilon once, in one batch
+(``cfmlir.certify``, the compiled engine), with every ``rt.<op>`` call the emitted rules make timed
+(the tensor ops run eagerly on the CPU, so wall time per call is the op's cost), and prints the ops by
+total time (the total is the whole certification: margin network, bounds and verdicts).  ``--slow MS`` also prints
 every single call slower than ``MS`` milliseconds with its operands' g-BSCR block structure, which
 is how one finds an op that densifies.
 """
@@ -18,12 +19,12 @@ import time
 
 import torch
 
+import cfmlir
 import cfruntime.flow.engine as engine
-from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt_ops
 from cfruntime.flow.values import Affine
-from cfruntime.properties import load_paper_problem
+from paper_problems import error_line, paper_problem, user_errors
 
 
 def describe(x) -> str:
@@ -73,17 +74,13 @@ def main() -> int:
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--slow", type=float, default=None, metavar="MS")
     args = ap.parse_args()
-    try:
-        net, prop = load_paper_problem(args.net, args.n)
-    except (FileNotFoundError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    cert = compile_certifier(*load_certifier_source(args.certifier), pipeline_for(True))
+    net, prop = paper_problem(args.net, args.n)
+    cert = cfmlir.compile(args.certifier)
     timed = TimedRuntime(args.slow)
-    engine.rt = timed
+    engine.rt = timed  # the module the compiled engine hands to the emitted rules
     try:
         t0 = time.perf_counter()
-        engine.run_certifier(cert, net.with_margin_layer(prop.C), prop.lb, prop.ub, dtype=getattr(torch, args.dtype))
+        cfmlir.certify(cert, net, prop, dtype=args.dtype, batch_size=max(1, len(prop)))
         total = time.perf_counter() - t0
     finally:
         engine.rt = rt_ops
@@ -97,4 +94,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except user_errors() as exc:  # an unknown network or certifier: one line
+        print(error_line(exc), file=sys.stderr)
+        sys.exit(1)

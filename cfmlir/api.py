@@ -21,41 +21,17 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cfmlir.engines import Certifier, bounds_in_batches, concat_slices, engine_for
+
 __all__ = ["Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
-           "load_vnnlib", "certify", "engine_for"]
+           "load_vnnlib", "certify", "engine_for", "bounds_in_batches"]
 
 #: the file name given to a certifier passed as source text (its diagnostics say ``inline.cf:LINE:COL``)
 INLINE_FILE = "inline.cf"
-
-
-@dataclass
-class Certifier:
-    """A compiled certifier: ``compiled`` (the compiled engine's
-    :class:`~cfruntime.flow.engine.CompiledCertifier`), its source ``text`` and ``file``, the ``rewrite``
-    flag it was compiled with and whether the compile cache was hit; :attr:`program` is the reference
-    interpreter's program of the same source (built on first use)."""
-
-    name: str
-    text: str
-    file: str
-    rewrite: bool
-    compiled: Any
-    cache_hit: bool | None = None
-    compile_s: float = 0.0
-    _program: Any = field(default=None, repr=False)
-
-    @property
-    def program(self):
-        """The reference interpreter's program (:mod:`cfmlir.interpreter.run`)."""
-        if self._program is None:
-            from cfmlir.interpreter.run import compile_source
-
-            self._program = compile_source(self.text, self.file, self.name)
-        return self._program
 
 
 def _is_source_text(spec: str) -> bool:
@@ -220,56 +196,95 @@ class VnnlibResult:
     times: dict
 
 
-def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", dtype="float64", widen=None,
-               sparse: bool = True):
-    """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
-    ``"interpreter"`` (float64 on the CPU only)."""
-    from cfmlir.engines import CompiledEngine, InterpreterEngine
-
-    if engine == "compiled":
-        return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen)
-    if engine == "interpreter":
-        if str(device) != "cpu" or dtype not in ("float64", None):
-            raise ValueError("the interpreter engine runs in float64 on the CPU only")
-        return InterpreterEngine(certifier.program)
-    raise ValueError(f"unknown engine '{engine}' (expected 'compiled' or 'interpreter')")
-
-
 def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
-            batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True):
+            batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True,
+            check=None, on_batch=None, on_shrink=None, ray=None):
     """Analyse ``network`` with ``certifier`` for ``prop``, ``batch_size`` boxes at a time (halved when a
     batch runs out of memory).  ``engine``: ``"compiled"``, ``"interpreter"`` or an engine object with
     ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
     ``sparse=False``: dense torch tensors.  A :class:`cfruntime.properties.RobustnessProperty` gives a
-    :class:`Result`, a :class:`cfruntime.properties.VnnlibProperty` a :class:`VnnlibResult`."""
-    import torch
+    :class:`Result`, a :class:`cfruntime.properties.VnnlibProperty` a :class:`VnnlibResult`.
 
-    from cfmlir.engines import margin_network
-    from cfruntime.flow.batching import in_batches
+    Hooks (all optional): ``check(margin_network, lb, ub, layers, first)`` is called after each batch
+    (robustness: boxes ``first...`` of ``prop``) or input region (VNN-LIB: ``first`` is the region's
+    number) with every layer's bounds (see :mod:`cfmlir.engines`); its seconds are ``times["check_s"]``,
+    not counted in ``analysis_s`` (``cf-run --check`` is such a hook).  ``on_batch(start, stop)`` after
+    each batch (a progress bar); ``on_shrink(old, new, why)`` when a batch did not fit in memory.
+
+    ``ray``: None (this process), or a Ray cluster's address (``"local"``/True: a local one), which
+    analyses the batches of a robustness property as Ray tasks (:mod:`cfmlir.distributed`, the extra
+    ``cfmlir[ray]``); the result is the one this process would give."""
     from cfruntime.properties import VnnlibProperty
 
     if not isinstance(batch_size, int) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    eng = engine_for(certifier, engine, device=device, dtype=dtype, widen=widen, sparse=sparse) \
-        if isinstance(engine, str) else engine
+    options = {"device": device, "dtype": dtype, "widen": widen, "sparse": sparse}
+    eng = engine_for(certifier, engine, **options) if isinstance(engine, str) else engine
     net = _raw(network)
+    timer = _CheckTimer(check)
     t0 = time.perf_counter()
     if isinstance(prop, VnnlibProperty):
-        return _certify_vnnlib(eng, net, prop, t0)
+        return _certify_vnnlib(eng, net, prop, t0, timer)
+    if ray is not None and ray is not False:
+        from cfmlir.distributed import ray_bounds
+
+        if not isinstance(engine, str):
+            raise ValueError("certify(ray=...) runs a named engine ('compiled' or 'interpreter'), not an engine object")
+        lower, upper, layers, used = ray_bounds(
+            "local" if ray is True else str(ray), certifier, network, net, prop, engine=engine, options=options,
+            batch_size=batch_size, with_layers=layer_bounds or check is not None, keep_layers=layer_bounds,
+            on_slice=_slice_hooks(net, prop, device, timer, on_batch), on_shrink=on_shrink)
+    else:
+        lower, upper, layers, used = bounds_in_batches(
+            eng, net, prop.lb, prop.ub, prop.C, batch_size, device=device,
+            with_layers=layer_bounds or check is not None, keep_layers=layer_bounds,
+            on_slice=_slice_hooks(net, prop, device, timer, on_batch, local=True), on_shrink=on_shrink)
+    return _robustness_result(net, prop, lower, upper, layers, used, t0, timer)
+
+
+class _CheckTimer:
+    """The ``check`` hook of :func:`certify`, timed (``seconds``), or nothing when there is none."""
+
+    def __init__(self, check):
+        self.check = check
+        self.seconds = 0.0
+
+    def __call__(self, mnet, lb, ub, layers, first: int) -> None:
+        if self.check is None:
+            return
+        t0 = time.perf_counter()
+        self.check(mnet, lb, ub, layers, first)
+        self.seconds += time.perf_counter() - t0
+
+    def times(self, t0: float) -> dict:
+        """``analysis_s`` since ``t0`` without the check, and ``check_s`` when there is a check."""
+        out = {"analysis_s": time.perf_counter() - t0 - self.seconds}
+        if self.check is not None:
+            out["check_s"] = self.seconds
+        return out
+
+
+def _slice_hooks(net, prop, device, timer: _CheckTimer, on_batch, local: bool = False):
+    """``on_slice(start, stop, mnet, layers)`` for :func:`bounds_in_batches`: the check (``mnet`` is the
+    batch's margin network; None when the batch ran elsewhere: then it is built here) and ``on_batch``."""
+    from cfmlir.engines import margin_network
+
+    def on_slice(start, stop, mnet, layers):
+        if timer.check is not None:
+            if mnet is None:
+                mnet = margin_network(net, prop.C[start:stop], device)
+            timer(mnet, prop.lb[start:stop], prop.ub[start:stop], layers, start)
+        if on_batch is not None:
+            on_batch(start, stop)
+
+    return on_slice
+
+
+def _robustness_result(net, prop, lower, upper, layers, used: int, t0: float, timer: _CheckTimer) -> Result:
+    """The :class:`Result` of the margins' bounds: own columns zeroed, correctness, verdicts."""
+    import torch
 
     n = len(prop)
-
-    def run_slice(lo: int, hi: int):
-        mnet = margin_network(net, prop.C[lo:hi], device)
-        return eng.bounds(mnet, prop.lb[lo:hi], prop.ub[lo:hi], layer_bounds)
-
-    slices, report = in_batches(run_slice, n, batch_size)
-    lower = torch.cat([s[2][0] for s in slices]) if slices else torch.zeros(0, prop.C.shape[1], dtype=torch.float64)
-    upper = torch.cat([s[2][1] for s in slices]) if slices else lower.clone()
-    layers = None
-    if layer_bounds:
-        layers = {k: (torch.cat([s[2][2][k][0] for s in slices]), torch.cat([s[2][2][k][1] for s in slices]))
-                  for k in (slices[0][2][2] if slices else {})}
     rows = torch.arange(n)
     margin_lb, margin_ub = lower.clone(), upper.clone()
     margin_lb[rows, prop.labels] = 0.0  # the own column is y_true - y_true
@@ -277,13 +292,24 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     with torch.no_grad():
         correct = net.forward(prop.x.to(torch.float64)).argmax(dim=1).eq(prop.labels)
     certified = prop.verified(margin_lb) & correct
-    return Result(margin_lb, margin_ub, certified, correct, layers, {"analysis_s": time.perf_counter() - t0},
-                  report.used)
+    return Result(margin_lb, margin_ub, certified, correct, layers, timer.times(t0), used)
 
 
-def _certify_vnnlib(eng, net, prop, t0) -> VnnlibResult:
+def _certify_vnnlib(eng, net, prop, t0, timer: _CheckTimer) -> VnnlibResult:
+    """Bounds of every input region's constraint rows (:func:`cfmlir.interpreter.run.vnnlib_row_bounds`),
+    each region checked by ``timer``'s hook; the verdict ``unsat`` or ``unknown``."""
     from cfmlir.interpreter.run import vnnlib_row_bounds
     from cfruntime.properties import verdict
 
-    lows, highs = vnnlib_row_bounds(None, net, prop, lambda mnet, lb, ub: [b[0] for b in eng.bounds(mnet, lb, ub)[:2]])
-    return VnnlibResult(verdict(prop, lows), lows, highs, {"analysis_s": time.perf_counter() - t0})
+    # vnnlib_row_bounds skips the regions without constraint rows: number the analysed ones
+    numbered = iter([i for i, reg in enumerate(prop.regions) if reg.stacked()[0].shape[0] > 0])
+    with_layers = timer.check is not None
+
+    def bounds(mnet, lb, ub):
+        lower, upper, layers = eng.bounds(mnet, lb, ub, with_layers)
+        if with_layers:
+            timer(mnet, lb, ub, layers, next(numbered))
+        return lower[0], upper[0]
+
+    lows, highs = vnnlib_row_bounds(None, net, prop, bounds)
+    return VnnlibResult(verdict(prop, lows), lows, highs, timer.times(t0))

@@ -14,6 +14,10 @@ row of the box.
   whole batch at once, on g-BSCR (``sparse``) or dense tensors, on any device and dtype;
 * :class:`InterpreterEngine` -- the neuron-level reference interpreter, one box after the other.
 
+:class:`Certifier` (what :func:`cfmlir.compile` returns) names the certifier both engines run;
+:func:`engine_for` makes its engine; :func:`bounds_in_batches` is the one batching loop (in this process
+and in every Ray task of :mod:`cfmlir.distributed`), re-exported by :mod:`cfmlir.api`.
+
 :func:`margin_network` builds the margin network of a batch (an allocation failure there is an
 :class:`~cfruntime.flow.engine.EngineOutOfMemory`, which :func:`cfruntime.flow.batching.in_batches`
 answers with smaller batches).
@@ -21,7 +25,8 @@ answers with smaller batches).
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import dataclass, field
+from typing import Any
 
 #: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
 WIDEN = {"auto": None, "on": True, "off": False}
@@ -57,6 +62,8 @@ def store_layer_bounds(cert, network, res, lower, upper) -> dict:
 def _boxes(network, lb, ub):
     import torch
 
+    import numpy as np
+
     lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, network.input_size)
     ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, network.input_size)
     return lb, ub
@@ -66,11 +73,13 @@ class CompiledEngine:
     """A compiled certifier (:class:`cfruntime.flow.engine.CompiledCertifier`) run batch by batch.
 
     ``dtype``: ``"float64"``/``"float32"`` or a torch dtype; ``widen``: None (on for float32), True or
-    False (or ``cf-run``'s ``"auto"``/``"on"``/``"off"``)."""
+    False (or ``cf-run``'s ``"auto"``/``"on"``/``"off"``); ``graph``: None (the engine replays a CUDA
+    graph where it pays, :func:`cfruntime.flow.engine.run_certifier`) or False (always eager: every
+    operation runs where an operation counter sees it)."""
 
     name = "compiled"
 
-    def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None):
+    def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None, graph=None):
         import torch
 
         self.certifier = certifier
@@ -78,6 +87,7 @@ class CompiledEngine:
         self.dtype = dtype if isinstance(dtype, torch.dtype) else {"float64": torch.float64, "float32": torch.float32}[dtype]
         self.device = device
         self.widen = WIDEN[widen] if isinstance(widen, str) else widen
+        self.graph = graph
 
     def bounds(self, network, lb, ub, with_layers: bool = False):
         import torch
@@ -87,7 +97,7 @@ class CompiledEngine:
         lb, ub = _boxes(network, lb, ub)
         # a replayed CUDA graph keeps the last layer's bounds only: the layers need every layer's store
         res = run_certifier(self.certifier, network, lb, ub, sparse=self.sparse, dtype=self.dtype, device=self.device,
-                            widen=self.widen, **({"graph": False} if with_layers else {}))
+                            widen=self.widen, **({"graph": False} if with_layers or self.graph is False else {}))
         lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
         if not with_layers:
             return lower, upper, None
@@ -124,3 +134,80 @@ class InterpreterEngine:
         if not with_layers:
             return lower, upper, None
         return lower, upper, {k: (f64(lo), f64(hi)) for k, (lo, hi) in per_layer.items()}
+
+
+@dataclass
+class Certifier:
+    """A compiled certifier: ``compiled`` (the compiled engine's
+    :class:`~cfruntime.flow.engine.CompiledCertifier`), its source ``text`` and ``file``, the ``rewrite``
+    flag it was compiled with and whether the compile cache was hit; :attr:`program` is the reference
+    interpreter's program of the same source (built on first use)."""
+
+    name: str
+    text: str
+    file: str
+    rewrite: bool
+    compiled: Any
+    cache_hit: bool | None = None
+    compile_s: float = 0.0
+    _program: Any = field(default=None, repr=False)
+
+    @property
+    def program(self):
+        """The reference interpreter's program (:mod:`cfmlir.interpreter.run`)."""
+        if self._program is None:
+            from cfmlir.interpreter.run import compile_source
+
+            self._program = compile_source(self.text, self.file, self.name)
+        return self._program
+
+
+def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", dtype="float64", widen=None,
+               sparse: bool = True, graph=None):
+    """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
+    ``"interpreter"`` (float64 on the CPU only).  ``graph=False``: the compiled engine never replays a
+    CUDA graph (for counting operations)."""
+    if engine == "compiled":
+        return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen, graph=graph)
+    if engine == "interpreter":
+        if str(device) != "cpu" or dtype not in ("float64", None):
+            raise ValueError("the interpreter engine runs in float64 on the CPU only")
+        return InterpreterEngine(certifier.program)
+    raise ValueError(f"unknown engine '{engine}' (expected 'compiled' or 'interpreter')")
+
+
+def bounds_in_batches(eng, net, lb, ub, C, batch_size: int, *, device="cpu", with_layers: bool = False,
+                      keep_layers: bool = False, on_slice=None, on_shrink=None):
+    """The one batching loop: bounds of the margins ``C[i] @ net(x)`` over the boxes ``[lb[i], ub[i]]``,
+    ``batch_size`` boxes at a time by the engine ``eng`` (halved when a batch runs out of memory,
+    :func:`cfruntime.flow.batching.in_batches`).  ``with_layers``: ask the engine for every layer's
+    bounds (passed to ``on_slice(start, stop, margin_network, layers)`` after each batch);
+    ``keep_layers``: return them.  ``(lower [N, K], upper [N, K], layers or None, the batch size used)``,
+    the own columns not zeroed."""
+    from cfruntime.flow.batching import in_batches
+
+    def run_slice(lo: int, hi: int):
+        mnet = margin_network(net, C[lo:hi], device)
+        lower, upper, layers = eng.bounds(mnet, lb[lo:hi], ub[lo:hi], with_layers)
+        if on_slice is not None:
+            on_slice(lo, hi, mnet, layers)
+        return lower, upper, layers if keep_layers else None
+
+    slices, report = in_batches(run_slice, len(lb), batch_size, on_shrink)
+    return (*concat_slices([s[2] for s in slices], C.shape[1], keep_layers), report.used)
+
+
+def concat_slices(parts, k: int, keep_layers: bool):
+    """``(lower, upper, layers or None)`` of consecutive batches' ``(lower, upper, layers)``."""
+    import torch
+
+    if not parts:
+        empty = torch.zeros(0, k, dtype=torch.float64)
+        return empty, empty.clone(), ({} if keep_layers else None)
+    lower = torch.cat([p[0] for p in parts])
+    upper = torch.cat([p[1] for p in parts])
+    layers = None
+    if keep_layers:
+        layers = {j: (torch.cat([p[2][j][0] for p in parts]), torch.cat([p[2][j][1] for p in parts]))
+                  for j in parts[0][2]}
+    return lower, upper, layers

@@ -38,6 +38,12 @@ is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`
 ``instances.csv`` and ``--results OUT.csv`` then gets one line ``onnx,vnnlib,verdict,seconds`` per
 instance (the result files go to the folder ``OUT_results``).
 
+Ray (``--ray [ADDRESS]``, the extra ``cfmlir[ray]``; :mod:`cfmlir.distributed`): dataset mode certifies
+each ``--batch-size`` chunk of the images as a Ray task and ``--instances`` each instance, on the cluster
+at ``ADDRESS`` or on a local one started for the run; the output is the single-process run's.  Dataset
+mode goes through :func:`cfmlir.certify` either way (the one batching loop; ``--check`` and the progress
+bar are its per-batch hooks).
+
 Preprocessing (dataset mode; :mod:`cfruntime.properties.preprocessing`): the network is given
 ``x = (pixel/255 - mean) / std`` per channel in ``--layout`` (NCHW or NHWC), and reads its first Flatten
 in ``--flatten-order`` (CHW, or HWC for ERAN's CIFAR fully-connected nets).  A field not given by a flag
@@ -162,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", default=None, metavar="CSV",
                    help="run every instance (onnx,vnnlib,timeout; paths relative to the CSV's folder) of a VNN-COMP "
                         "benchmark's instances.csv")
+    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                   help="run the batches (dataset mode) or the instances (--instances) as tasks of a Ray cluster: "
+                        "the one at ADDRESS (HOST:PORT of `ray start --head`), or a local one when no ADDRESS is "
+                        "given; needs cfmlir[ray]")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     pre = p.add_argument_group(
         "preprocessing", "how dataset images become network inputs: x = (pixel/255 - mean) / std per channel; a value "
@@ -267,34 +277,30 @@ def _engine_label(args) -> str:
     return f"compiled, {mode}, {args.dtype}{' widened' if widened else ''}, batch {args.batch_size}"
 
 
-def _compiled_engine(args, cert):
-    """The :class:`cfmlir.engines.CompiledEngine` of ``cert`` with this run's options."""
-    from cfmlir.engines import CompiledEngine
+def _engine(args, prog):
+    """The :mod:`cfmlir.engines` engine of ``prog`` (``_load_program``'s) with this run's options."""
+    from cfmlir.engines import CompiledEngine, InterpreterEngine
 
-    return CompiledEngine(cert, sparse=not args.no_sparse, dtype=args.dtype, device=args.device, widen=args.widen)
-
-
-def _compiled_bounds(args, cert, net, lb, ub, C, check=None, first: int = 0, with_layers: bool = False):
-    """Margin bounds ``[B, K]`` of ``C @ net(x)`` over the boxes, by the compiled engine (checked by
-    ``check``, a :class:`_SoundnessCheck`, when given; the boxes are samples ``first...``);
-    ``with_layers``: and every layer's bounds (see :func:`_compiled_run`)."""
-    from cfmlir.engines import margin_network
-
-    mnet = margin_network(net, C, args.device)
-    if check is None and not with_layers:
-        return _compiled_run(args, cert, mnet, lb, ub)
-    lo, hi, layers = _compiled_run(args, cert, mnet, lb, ub, with_layers=True)
-    if check is not None:
-        check(mnet, lb, ub, layers, first)
-    return (lo, hi, layers) if with_layers else (lo, hi)
+    if args.engine == "interpreter":
+        return InterpreterEngine(prog)
+    return CompiledEngine(prog, sparse=not args.no_sparse, dtype=args.dtype, device=args.device, widen=args.widen)
 
 
-def _compiled_run(args, cert, mnet, lb, ub, with_layers: bool = False):
-    """Bounds of the last layer of ``mnet`` over the boxes (``[B, n]`` each), by the compiled engine;
-    ``with_layers``: and ``{layer: (lower, upper)}`` of every layer but the input (the last included),
-    the certifier's Float lower/upper members, on the CPU in float64."""
-    lower, upper, layers = _compiled_engine(args, cert).bounds(mnet, lb, ub, with_layers)
-    return (lower, upper, layers) if with_layers else (lower, upper)
+def _api_certifier(args, loaded: LoadedProgram, certifier: str):
+    """``loaded`` as the :class:`cfmlir.api.Certifier` that :func:`cfmlir.certify` takes (with its source,
+    which ``--ray`` ships to the workers)."""
+    from cfmlir.api import Certifier
+    from cfmlir.certifiers import certifier_names, certifier_source
+    from cfmlir.compiler import load_certifier_source
+
+    if args.engine == "interpreter" and certifier in certifier_names():  # the interpreter's rule: a name first
+        (text, file), name = certifier_source(certifier), certifier
+    else:
+        text, file = load_certifier_source(certifier)
+        name = certifier if file != certifier else Path(file).stem
+    compiled = loaded.program if args.engine == "compiled" else None
+    program = loaded.program if args.engine == "interpreter" else None
+    return Certifier(name, text, file, not args.no_rewrite, compiled, loaded.cache_hit, loaded.compile_s, program)
 
 
 class _SoundnessCheck:
@@ -455,6 +461,12 @@ def run(args) -> int:
         raise UsageError("--timeout and --results apply to VNN-LIB properties (--vnnlib or --instances)")
     if getattr(args, "layer_bounds", False) and (args.vnnlib is not None or args.instances is not None):
         raise UsageError("--layer-bounds applies to dataset mode (--data) only")
+    if getattr(args, "ray", None) is not None:
+        if args.vnnlib is not None:
+            raise UsageError("--ray applies to dataset mode (--data) and --instances, not to one --vnnlib property")
+        from cfmlir.distributed import require_ray
+
+        require_ray()
     _check_preprocessing_flags(args)
     check = _parse_check(args)
     if args.instances is not None:
@@ -510,75 +522,57 @@ def run(args) -> int:
     from cfmlir.tools.provenance import provenance
 
     prov = provenance(args, certifier, net_path, loaded, prep, data=data_path)
-    return _run_dataset(args, loaded.program, certifier, net, net_path, prop, loaded.compile_s, load_s, check, prov)
+    from cfmlir.api import Network
+
+    return _run_dataset(args, loaded, certifier, Network(net, prep, net_path), prop, loaded.compile_s, load_s, check, prov)
 
 
-def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, check=None, prov=None) -> int:
-    import torch
+def _ray_session(args):
+    """``with`` this: Ray initialised for ``--ray`` (and shut down after, when cf-run started it), else nothing."""
+    import contextlib
 
-    from cfmlir.interpreter.run import certify_sample
+    if getattr(args, "ray", None) is None:
+        return contextlib.nullcontext()
+    from cfmlir.distributed import session
+
+    return session(args.ray)
+
+
+def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_s, load_s, check=None,
+                 prov=None) -> int:
+    """Certify ``prop`` on ``network`` (a :class:`cfmlir.api.Network`) by :func:`cfmlir.certify`, in this
+    process or on Ray (``--ray``); print the summary, write ``--json``; the exit status."""
+    from cfmlir import api
+    from cfmlir.engines import WIDEN
 
     n = len(prop)
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        logits = net.forward(prop.x.to(torch.float64))
-    preds = logits.argmax(dim=1)
-    labels = [int(v) for v in prop.labels.tolist()]
-    correct = [bool(int(p) == l) for p, l in zip(preds.tolist(), labels)]
-    certified, mlb, mub = [], [], []
+    net_path = network.path
     want_layers = bool(getattr(args, "layer_bounds", False))
-    layer_bounds: dict[int, tuple[list, list]] = {}  # --layer-bounds: layer -> (lower rows, upper rows)
-    if args.engine == "interpreter":
-        per_layer: dict[int, tuple[list, list]] = {}
-        for i in _progress(range(n), n, args.quiet, f"{Path(str(certifier)).stem}"):
-            r = certify_sample(prog, net, prop.lb[i], prop.ub[i], labels[i],
-                               keep_analysis=check is not None or want_layers)
-            certified.append(bool(correct[i] and r.certified))
-            mlb.append(r.margin_lb)
-            mub.append(r.margin_ub)
-            if check is not None or want_layers:
-                for k, (lo, hi) in r.analysis.layer_bounds().items():
-                    if k > 0:  # the input layer is the box itself
-                        per_layer.setdefault(k, ([], []))[0].append(lo)
-                        per_layer[k][1].append(hi)
-        if check is not None:
-            _check_interpreter_bounds(args, check, net, prop, per_layer)
-        if want_layers:
-            layer_bounds = per_layer
-    else:
-        from cfruntime.flow.batching import in_batches
+    bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
 
-        bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
+    def on_batch(start: int, stop: int) -> None:
+        if hasattr(bar, "update"):
+            bar.update(stop - start)
 
-        def run_slice(lo: int, hi: int):
-            out = _compiled_bounds(args, prog, net, prop.lb[lo:hi], prop.ub[lo:hi], prop.C[lo:hi], check, lo,
-                                   with_layers=want_layers)
-            if hasattr(bar, "update"):
-                bar.update(hi - lo)
-            return out
+    def on_shrink(old: int, new: int, oom) -> None:
+        print(f"note: a batch of {old} did not fit in memory ({oom}); going on with batches of {new}", file=sys.stderr)
 
-        def shrink(old: int, new: int, oom) -> None:
-            print(f"note: a batch of {old} did not fit in memory ({oom}); going on with batches of {new}", file=sys.stderr)
-
-        slices, report = in_batches(run_slice, n, args.batch_size, shrink)
-        if hasattr(bar, "close"):
-            bar.close()
-        batch_used = report.used
-        for start, stop, (lo, hi, *layers) in slices:
-            for k, (l_lo, l_hi) in (layers[0].items() if layers else ()):
-                layer_bounds.setdefault(k, ([], []))[0].extend(l_lo.tolist())
-                layer_bounds[k][1].extend(l_hi.tolist())
-            for j, i in enumerate(range(start, stop)):
-                row_lo, row_hi = lo[j].tolist(), hi[j].tolist()
-                row_lo[labels[i]] = row_hi[labels[i]] = 0.0  # the own column is y_true - y_true
-                mlb.append(row_lo)
-                mub.append(row_hi)
-                certified.append(bool(correct[i] and all(x > 0 for k, x in enumerate(row_lo) if k != labels[i])))
-    analysis_s = time.perf_counter() - t0
-    if check is not None:
-        analysis_s -= check.seconds  # the check ran batch by batch, after each batch's analysis
-        if check.unsound:  # an unsound analysis certifies nothing
-            certified = [False] * n
+    interpreter = args.engine == "interpreter"  # float64 on the CPU, whatever --device/--dtype say
+    with _ray_session(args):
+        res = api.certify(_api_certifier(args, loaded, certifier), network, prop, engine=args.engine,
+                          device="cpu" if interpreter else args.device, dtype="float64" if interpreter else args.dtype,
+                          widen=None if interpreter else WIDEN[args.widen], sparse=not args.no_sparse,
+                          batch_size=args.batch_size, layer_bounds=want_layers, check=check, on_batch=on_batch,
+                          on_shrink=on_shrink, ray=args.ray)
+    if hasattr(bar, "close"):
+        bar.close()
+    labels = [int(v) for v in prop.labels.tolist()]
+    correct = res.correct.tolist()
+    certified = res.certified.tolist()
+    mlb, mub = res.margin_lb.tolist(), res.margin_ub.tolist()
+    analysis_s = res.times["analysis_s"]
+    if check is not None and check.unsound:  # an unsound analysis certifies nothing
+        certified = [False] * n
     out = {
         "certifier": str(certifier),
         "network": str(net_path),
@@ -592,9 +586,10 @@ def _run_dataset(args, prog, certifier, net, net_path, prop, compile_s, load_s, 
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
     }
     # the interpreter analyses one input at a time
-    out["batch_size"] = {"requested": args.batch_size, "used": 1 if args.engine == "interpreter" else batch_used}
+    out["batch_size"] = {"requested": args.batch_size, "used": 1 if interpreter else res.batch_size}
     if want_layers:
-        out["layer_bounds"] = {str(k): {"lower": lo, "upper": hi} for k, (lo, hi) in sorted(layer_bounds.items())}
+        out["layer_bounds"] = {str(k): {"lower": lo.tolist(), "upper": hi.tolist()}
+                               for k, (lo, hi) in sorted(res.layer_bounds.items())}
     if prov is not None:
         out["provenance"] = prov
     if check is not None:
@@ -634,20 +629,6 @@ def _check_status(check) -> int:
     return EXIT_UNSOUND
 
 
-def _check_interpreter_bounds(args, check, net, prop, per_layer) -> None:
-    """Check the interpreter's per-sample layer bounds, ``--batch-size`` samples at a time (each
-    analysis ran on its own label's margin network; the batched one has the same layers)."""
-    import torch
-
-    n = len(prop)
-    for lo in range(0, n, args.batch_size):
-        hi = min(n, lo + args.batch_size)
-        mnet = net.with_margin_layer(prop.C[lo:hi])
-        layers = {k: (torch.tensor(l[lo:hi], dtype=torch.float64), torch.tensor(u[lo:hi], dtype=torch.float64))
-                  for k, (l, u) in per_layer.items()}
-        check(mnet, prop.lb[lo:hi], prop.ub[lo:hi], layers, lo)
-
-
 def _load_network(net_path: Path, args=None):
     """The network at ``net_path``, read with its flatten order, and its resolved preprocessing
     (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: the flags of ``args``, else
@@ -672,9 +653,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
 
     from cfmlir.tools.provenance import provenance
 
-    from cfmlir.interpreter.run import vnnlib_row_bounds
     from cfruntime.errors import PropertyError
-    from cfruntime.properties import confirm_counterexample, parse_vnnlib, verdict
+    from cfruntime.properties import confirm_counterexample, parse_vnnlib
 
     t0 = time.perf_counter()
     if args.net is None:
@@ -691,38 +671,12 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
                             f"{net.input_size} and {net.output_size}", file=args.vnnlib)
     load_s = time.perf_counter() - t0
     t1 = time.perf_counter()
-    regions = []  # (margin net, lb, ub, layer bounds) of every region, for the check
-    if check is None and args.engine == "interpreter":
-        lows, highs = vnnlib_row_bounds(prog, net, prop)
-    elif check is None:
-        lows, highs = vnnlib_row_bounds(None, net, prop, lambda mnet, lb, ub: [b[0] for b in _compiled_run(args, prog, mnet, lb, ub)])
-    else:
-        def bounds(mnet, lb, ub):
-            if args.engine == "interpreter":
-                from cfmlir.interpreter.run import analyze
-                import torch
+    from cfmlir.api import certify
 
-                res = analyze(prog, mnet, lb, ub)
-                layers = {k: (torch.tensor([l], dtype=torch.float64), torch.tensor([u], dtype=torch.float64))
-                          for k, (l, u) in res.layer_bounds().items() if k > 0}
-                lo, hi = res.lower, res.upper
-            else:
-                lo, hi, layers = _compiled_run(args, prog, mnet, lb, ub, with_layers=True)
-                lo, hi = lo[0], hi[0]
-            regions.append((mnet, lb, ub, layers))
-            return lo, hi
-
-        lows, highs = vnnlib_row_bounds(None, net, prop, bounds)
-    v = verdict(prop, lows)
-    if check is not None:
-        t2 = time.perf_counter()
-        # vnnlib_row_bounds skips the regions without constraint rows
-        numbered = [i for i, reg in enumerate(prop.regions) if reg.stacked()[0].shape[0] > 0]
-        for i, (mnet, lb, ub, layers) in zip(numbered, regions):
-            check(mnet, lb, ub, layers, i)
-        t1 += time.perf_counter() - t2
-        if check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
-            v = "unknown"
+    res = certify(None, net, prop, engine=_engine(args, prog), check=check)  # the engine object runs the certifier
+    lows, highs, v = res.row_lb, res.row_ub, res.verdict
+    if check is not None and check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
+        v = "unknown"
     cex = None
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
@@ -733,7 +687,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
             cex = confirm_counterexample(net, prop, found[0], found[1])
             if cex is not None:
                 v = "sat"
-    analysis_s = time.perf_counter() - t1
+    analysis_s = time.perf_counter() - t1 - (check.seconds if check is not None else 0.0)
     out = {
         "certifier": str(certifier),
         "network": str(net_path),

@@ -28,6 +28,11 @@ line, exit status 1, nothing runs.  A missing file, a bad model or property, an 
 make that instance ``error`` (one ``error: CSV:LINE: ...`` line on stderr) and the run goes on; the
 exit status is then 1 (3 when no instance failed but a ``--check`` found unsound bounds).
 
+``--ray [ADDRESS]`` (:func:`instance_task`, :mod:`cfmlir.distributed`): every instance is a Ray task, run
+in parallel, each in its Ray worker's own worker process (the same SIGKILL deadline); the lines, files
+and summary come out in the CSV's order as without Ray.  The paths are resolved in the driver's working
+directory: on several machines the benchmark files must be at the same path on every node.
+
 ``--results OUT.csv`` gets one line per instance, written as soon as it is decided:
 ``onnx,vnnlib,verdict,seconds`` (the paths as written in the CSV), and the folder ``OUT_results/``
 one VNN-COMP result file per instance (:func:`result_file_name`).
@@ -352,29 +357,14 @@ def run_instances(args) -> int:
         print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {cf_run._engine_label(args)})",
               flush=True)
     counts = {v: 0 for v in VERDICTS}
-    rows, startup_s, unsound = [], 0.0, 0
-    worker = None
+    rows, unsound = [], 0
+    startup = _Startup()
+    outcomes = _outcomes_on_ray(args, instances, startup) if getattr(args, "ray", None) is not None \
+        else _outcomes_here(args, instances, startup)
     try:
-        for k, inst in enumerate(instances, start=1):
-            limit = args.timeout if args.timeout is not None else inst.timeout
-            if inst.missing is not None:
-                outcome = Outcome("error", 0.0, message=inst.missing)
-            else:
-                if worker is None:
-                    t0 = time.perf_counter()
-                    worker = Worker(args)
-                    try:
-                        worker.prepare(PREPARE_LIMIT_S)
-                    except WorkerTimeout:
-                        raise cf_run.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
-                    finally:
-                        startup_s += time.perf_counter() - t0
-                outcome = worker.run(inst.onnx, inst.vnnlib, limit)
-                if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
-                    worker.close()
-                    worker = None
-                if outcome.verdict == "error":
-                    outcome.message = _at_line(outcome.message, csv_path, inst.line)
+        for k, (inst, limit, outcome) in enumerate(outcomes, start=1):
+            if outcome.verdict == "error" and inst.missing is None:
+                outcome.message = _at_line(outcome.message, csv_path, inst.line)
             counts[outcome.verdict] += 1
             if outcome.message:
                 print(outcome.message, file=sys.stderr, flush=True)
@@ -392,10 +382,10 @@ def run_instances(args) -> int:
                 print(f"[{k}/{len(instances)}] {inst.onnx_text} {inst.vnnlib_text}: {outcome.verdict} "
                       f"({outcome.seconds:.3f}s)", flush=True)
     finally:
-        if worker is not None:
-            worker.close()
+        outcomes.close()  # stops the worker (or cancels the Ray tasks) when the loop ended early
         if csv_file is not None:
             csv_file.close()
+    startup_s = startup.seconds
     total_s = time.perf_counter() - t_start
     instances_s = sum(r["time_s"] for r in rows)
     if args.json:
@@ -411,6 +401,127 @@ def run_instances(args) -> int:
     if counts["error"]:
         return 1
     return cf_run.EXIT_UNSOUND if unsound else 0
+
+
+@dataclass
+class _Startup:
+    """The seconds spent starting analysis processes (once, and again after each timeout)."""
+
+    seconds: float = 0.0
+
+
+def _limit(args, inst: Instance) -> float:
+    """An instance's time limit: ``--timeout`` when given, else its CSV line's."""
+    return args.timeout if args.timeout is not None else inst.timeout
+
+
+def _outcomes_here(args, instances: list[Instance], startup: _Startup):
+    """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
+    (a fresh one after a timeout)."""
+    from cfmlir.tools import cf_run
+
+    worker = None
+    try:
+        for inst in instances:
+            limit = _limit(args, inst)
+            if inst.missing is not None:
+                yield inst, limit, Outcome("error", 0.0, message=inst.missing)
+                continue
+            if worker is None:
+                t0 = time.perf_counter()
+                worker = Worker(args)
+                try:
+                    worker.prepare(PREPARE_LIMIT_S)
+                except WorkerTimeout:
+                    raise cf_run.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
+                finally:
+                    startup.seconds += time.perf_counter() - t0
+            outcome = worker.run(inst.onnx, inst.vnnlib, limit)
+            if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
+                worker.close()
+                worker = None
+            yield inst, limit, outcome
+    finally:
+        if worker is not None:
+            worker.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# cf-run --instances CSV --ray [ADDRESS]
+# ---------------------------------------------------------------------------------------------
+#: a Ray worker's analysis process: (its key, the Worker), kept for the next instance of the same run
+_RAY_WORKER: list = [None, None]
+
+
+def _ray_worker_key(args, cwd: str) -> str:
+    return repr((sorted((k, repr(v)) for k, v in vars(args).items()), cwd))
+
+
+def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
+    """One instance as a Ray task (:mod:`cfmlir.distributed`): ``(Outcome, start-up seconds)``.  The
+    instance runs in this Ray worker's own analysis process (:class:`Worker`, started at its first
+    instance, and again after a timeout), so its deadline is the same SIGKILL as without Ray; the
+    paths are relative to ``cwd``, the driver's working directory.  A worker that cannot start (a
+    certifier that does not compile) is a :class:`cfmlir.distributed.RemoteFailure`: the driver raises
+    it and the run stops, as without Ray."""
+    import os
+
+    from cfmlir.distributed import RemoteFailure
+    from cfmlir.tools import cf_run
+
+    if os.path.isdir(cwd) and os.getcwd() != cwd:
+        os.chdir(cwd)  # before a Worker is spawned: it inherits the directory
+    key, worker = _RAY_WORKER
+    if worker is not None and (key != _ray_worker_key(args, cwd) or not worker.alive):
+        worker.close()
+        worker = None
+    startup_s = 0.0
+    if worker is None:
+        t0 = time.perf_counter()
+        worker = Worker(args)
+        try:
+            worker.prepare(PREPARE_LIMIT_S)
+        except WorkerTimeout:
+            return RemoteFailure(f"error: the analysis process did not start within {PREPARE_LIMIT_S:g}s")
+        except cf_run.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
+            return RemoteFailure(str(e))
+        finally:
+            startup_s = time.perf_counter() - t0
+    _RAY_WORKER[:] = [_ray_worker_key(args, cwd), worker]
+    outcome = worker.run(Path(onnx), Path(vnnlib), limit)
+    if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
+        worker.close()
+        _RAY_WORKER[:] = [None, None]
+    return outcome, startup_s
+
+
+def _outcomes_on_ray(args, instances: list[Instance], startup: _Startup):
+    """``(instance, its limit, its Outcome)`` in the CSV's order, every instance a Ray task
+    (:func:`instance_task`) on the cluster of ``--ray``; the tasks run in parallel, one per CPU."""
+    import os
+
+    from cfmlir import distributed
+
+    with distributed.session(args.ray):
+        cwd = os.getcwd()
+        task_args = copy.copy(args)
+        task_args.ray = None
+        refs = {}
+        for inst in instances:
+            if inst.missing is None:
+                limit = _limit(args, inst)
+                refs[inst.line] = distributed.submit(instance_task, task_args, cwd, str(inst.onnx), str(inst.vnnlib), limit)
+        try:
+            for inst in instances:
+                limit = _limit(args, inst)
+                if inst.missing is not None:
+                    yield inst, limit, Outcome("error", 0.0, message=inst.missing)
+                    continue
+                outcome, startup_s = distributed.result(refs[inst.line])
+                startup.seconds += startup_s
+                yield inst, limit, outcome
+        finally:
+            distributed.cancel(list(refs.values()))
 
 
 def _at_line(message: str, csv_path: Path, line: int) -> str:

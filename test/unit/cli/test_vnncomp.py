@@ -104,8 +104,8 @@ def bench(tmp_path_factory):
 
     from cfruntime.network.builders import make_model
 
-    onnx.save(make_model([helper.make_node("LeakyRelu", ["input"], ["output"], name="lrelu")], {}, (4,)),
-              str(d / "onnx" / "leaky.onnx"))
+    onnx.save(make_model([helper.make_node("Sign", ["input"], ["output"], name="sign")], {}, (4,)),
+              str(d / "onnx" / "sign.onnx"))
     (d / "instances.csv").write_text(
         "onnx/small.onnx,vnnlib/unsat.vnnlib,60\n"
         "onnx/small.onnx,vnnlib/sat.vnnlib,60\n"
@@ -113,7 +113,7 @@ def bench(tmp_path_factory):
         "onnx/big.onnx,vnnlib/big.vnnlib,0.01\n"
         "onnx/small.onnx.gz,vnnlib/unsat.vnnlib,60\n"  # missing file
         "\n"
-        "onnx/leaky.onnx,vnnlib/unsat.vnnlib,60\n"
+        "onnx/sign.onnx,vnnlib/unsat.vnnlib,60\n"
         "onnx/small.onnx,vnnlib/unsat.vnnlib,60\n")
     return {"dir": d, "ws": ws, "bs": bs, "lb": lb, "ub": ub, "sat_level": sat_level}
 
@@ -144,7 +144,7 @@ def test_instances_folder(bench, tmp_path):
     errors = p.stderr.strip().splitlines()
     assert len(errors) == 2, p.stderr
     assert errors[0].startswith(f"error: {d / 'instances.csv'}:5: ") and "small.onnx.gz" in errors[0]
-    assert errors[1].startswith(f"error: {d / 'instances.csv'}:7: ") and "LeakyRelu" in errors[1]
+    assert errors[1].startswith(f"error: {d / 'instances.csv'}:7: ") and "Sign" in errors[1]
     rows = list(csv.reader(out.read_text().splitlines()))
     assert [r[:3] for r in rows] == [
         ["onnx/small.onnx", "vnnlib/unsat.vnnlib", "unsat"],
@@ -152,7 +152,7 @@ def test_instances_folder(bench, tmp_path):
         ["onnx/small_gz.onnx", "vnnlib/unsat_gz.vnnlib.gz", "unsat"],
         ["onnx/big.onnx", "vnnlib/big.vnnlib", "timeout"],
         ["onnx/small.onnx.gz", "vnnlib/unsat.vnnlib", "error"],
-        ["onnx/leaky.onnx", "vnnlib/unsat.vnnlib", "error"],
+        ["onnx/sign.onnx", "vnnlib/unsat.vnnlib", "error"],
         ["onnx/small.onnx", "vnnlib/unsat.vnnlib", "unsat"],  # a fresh worker after the timeout
     ]
     times = [float(r[3]) for r in rows]
@@ -166,7 +166,7 @@ def test_instances_folder(bench, tmp_path):
     res = tmp_path / "run_results"
     files = sorted(res.iterdir())
     assert [f.name for f in files] == ["0001_small_unsat.txt", "0002_small_sat.txt", "0003_small_gz_unsat_gz.txt",
-                                      "0004_big_big.txt", "0005_small_unsat.txt", "0007_leaky_unsat.txt",
+                                      "0004_big_big.txt", "0005_small_unsat.txt", "0007_sign_unsat.txt",
                                       "0008_small_unsat.txt"]
     verdicts = [read_result(f)[0] for f in files]
     assert verdicts == [r[2] for r in rows]
@@ -226,9 +226,9 @@ def test_results_file_says_error_on_a_bad_instance(bench, tmp_path):
     res = tmp_path / "r.txt"
     for extra in ((), ("--timeout", "60")):
         res.write_text("stale\n")
-        p = run("--certifier", "deeppoly", "--net", d / "onnx" / "leaky.onnx", "--vnnlib", d / "vnnlib" / "unsat.vnnlib",
+        p = run("--certifier", "deeppoly", "--net", d / "onnx" / "sign.onnx", "--vnnlib", d / "vnnlib" / "unsat.vnnlib",
                 "--results", res, *extra)
-        assert "LeakyRelu" in assert_one_line_error(p)
+        assert "Sign" in assert_one_line_error(p)
         assert res.read_text() == "error\n"
 
 
@@ -294,12 +294,12 @@ def test_run_instance_script(bench, tmp_path):
     assert verdict == "sat"
     check_counterexample(bench, d / "onnx" / "small.onnx", xs, ys)
     # prepare_instance.sh refuses an unsupported network in one line; run_instance.sh leaves 'error'
-    prep = subprocess.run(["bash", str(REPO / "vnncomp" / "prepare_instance.sh"), "v1", "test", str(d / "onnx" / "leaky.onnx"),
+    prep = subprocess.run(["bash", str(REPO / "vnncomp" / "prepare_instance.sh"), "v1", "test", str(d / "onnx" / "sign.onnx"),
                            str(d / "vnnlib" / "unsat.vnnlib")], capture_output=True, text=True, env=env, timeout=300)
-    assert "LeakyRelu" in assert_one_line_error(prep)
-    p = subprocess.run(["bash", str(REPO / "vnncomp" / "run_instance.sh"), "v1", "test", str(d / "onnx" / "leaky.onnx"),
+    assert "Sign" in assert_one_line_error(prep)
+    p = subprocess.run(["bash", str(REPO / "vnncomp" / "run_instance.sh"), "v1", "test", str(d / "onnx" / "sign.onnx"),
                         str(d / "vnnlib" / "unsat.vnnlib"), str(res), "60"], capture_output=True, text=True, env=env, timeout=300)
-    assert "LeakyRelu" in assert_one_line_error(p)
+    assert "Sign" in assert_one_line_error(p)
     assert res.read_text() == "error\n"
     bad = subprocess.run(["bash", str(REPO / "vnncomp" / "run_instance.sh"), "v2", "a", "b", "c", str(res), "1"],
                          capture_output=True, text=True, env=env, timeout=60)
