@@ -971,9 +971,24 @@ class AbsOp(BuiltinOp):
     traits = traits_def(Pure())
 
 
+@irdl_op_definition
+class LogOp(BuiltinOp):
+    """``log(x)``, the natural logarithm (``-inf`` at 0; certifiers apply it to positive numbers).
+
+    Example::
+
+        %1 = cf.log %0 : (!cf.float) -> !cf.float
+    """
+
+    name = "cf.log"
+    BUILTIN: ClassVar[str] = "log"
+    traits = traits_def(Pure())
+
+
 BUILTIN_OPS: dict[str, type[BuiltinOp]] = {
     c.BUILTIN: c
-    for c in (MaxOp, MinOp, SumOp, AvgOp, LenOp, ArgmaxOp, ArgminOp, ConcatOp, MapListOp, SigmoidOp, TanhOp, ExpOp, AbsOp)
+    for c in (MaxOp, MinOp, SumOp, AvgOp, LenOp, ArgmaxOp, ArgminOp, ConcatOp, MapListOp, SigmoidOp, TanhOp, ExpOp, LogOp,
+              AbsOp)
 }
 
 

@@ -189,7 +189,7 @@ class SymOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 BINARY_OPS = ("add", "sub", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
-UNARY_OPS = ("neg", "not", "sigmoid", "tanh", "exp", "abs")
+UNARY_OPS = ("neg", "not", "sigmoid", "tanh", "exp", "log", "abs")
 
 
 def is_scalar_const(m: Metadata) -> bool:
@@ -254,7 +254,7 @@ class MultOp(IRDLOperation):
 
 @irdl_op_definition
 class UnaryOp(IRDLOperation):
-    """IrUnary: ``op`` in neg, not, sigmoid, tanh, exp, abs.
+    """IrUnary: ``op`` in neg, not, sigmoid, tanh, exp, log, abs.
 
     ``%n = cftensor.unary "neg" %a : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """

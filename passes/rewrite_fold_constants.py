@@ -16,6 +16,7 @@ from cfmlir.dialects import cftensor as ct
 from cfmlir.passes.rewrite_utils import const_value, is_scalar_const
 
 _UNARY = {"neg": operator.neg, "not": lambda a: float(not a), "abs": abs, "exp": math.exp,
+          "log": lambda a: math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan),
           "sigmoid": lambda a: 1 / (1 + math.exp(-a)), "tanh": math.tanh}
 _BINARY = {
     "add": operator.add, "sub": operator.sub, "min": min, "max": max,

@@ -60,9 +60,9 @@ def const_value(v: SSAValue) -> float | None:
 
 
 def may_divide_or_be_infinite(v: SSAValue, depth: int = 64) -> bool:
-    """Conservatively: whether ``v``'s computation contains a division, an exponential or an infinite
-    constant (so that ``0 * v`` could be NaN).  Truth values are always finite, so the search stops
-    at them."""
+    """Conservatively: whether ``v``'s computation contains a division, an exponential, a logarithm or
+    an infinite constant (so that ``0 * v`` could be NaN).  Truth values are always finite, so the
+    search stops at them."""
     seen: set[int] = set()
     stack = [(v, 0)]
     while stack:
@@ -77,7 +77,7 @@ def may_divide_or_be_infinite(v: SSAValue, depth: int = 64) -> bool:
             return True
         if isinstance(op, ct.BinaryOp) and op.op.data == "div":
             return True
-        if isinstance(op, ct.UnaryOp) and op.op.data == "exp":
+        if isinstance(op, ct.UnaryOp) and op.op.data in ("exp", "log"):
             return True
         if isinstance(op, ct.ConstOp) and abs(op.value.value.data) == float("inf"):
             return True

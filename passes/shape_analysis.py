@@ -82,7 +82,7 @@ _BINARY = {
     cf.AddOp: "add", cf.SubOp: "sub", cf.MulOp: "mul", cf.DivOp: "div", cf.AndOp: "and", cf.OrOp: "or",
     cf.LtOp: "lt", cf.LeOp: "le", cf.GtOp: "gt", cf.GeOp: "ge", cf.EqOp: "eq", cf.NeOp: "ne",
 }
-_UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.AbsOp: "abs"}
+_UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.LogOp: "log", cf.AbsOp: "abs"}
 _NOWHERE = Loc("<cftensor>", 0, 0)
 
 
@@ -475,12 +475,13 @@ class RuleLifter:
 
     def access(self, x: Val, member: str, t: sem.Type, cf_base: SSAValue) -> Val:
         m = x.m
-        if member in ("weight", "bias"):
+        if member in ("weight", "bias", "alpha"):
             if self.curr_value is None or x.v is not self.curr_value:
                 raise ShapeAnalysisError(f"the tensor compiler supports '{member}' only on curr")
             if member == "weight":
                 return self.input("weight", Metadata.single("R", [ONE, CURR, PREV], [BATCH, ONE, ONE]), t)
-            return self.input("bias", Metadata.single("R", [ONE, CURR], [BATCH, ONE]), t)
+            # bias, alpha: one number per neuron of the layer, the same for every sample
+            return self.input(member, Metadata.single("R", [ONE, CURR], [BATCH, ONE]), t)
         if member in ("layer", "last_layer"):  # one number per layer: uniform along layer-local dims
             return Val(self.emit(ct.AccessOp(x.v, self.T(per_layer(m.with_type("I"))), member=member)), t)
         # a shape member: one value per sample, so the batch dimension is materialised

@@ -60,6 +60,12 @@ OPERATOR_OF_KIND = {
     "relu": "Relu",
     "sigmoid": "Sigmoid",
     "tanh": "Tanh",
+    "leakyrelu": "LeakyRelu",
+    "elu": "Elu",
+    "softplus": "Softplus",
+    "abs": "Abs",
+    "relu6": "Relu6",
+    "hardtanh": "HardTanh",
     "maxpool": "Maxpool",
     "add": "Neuron_add",
 }

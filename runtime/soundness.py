@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from cfruntime.errors import PropertyError
-from cfruntime.network.graph import Network
+from cfruntime.network.graph import ELEMENTWISE_FUNCTIONS, Network, elementwise_image
 
 MARGIN = "margin"
 
@@ -392,9 +392,11 @@ def interval_bounds(network: Network, input_lb, input_ub) -> dict[int, tuple[tor
             else:
                 rad = r[:, layer.gather.index] * layer.gather.scale.abs()
             out[layer.index] = (mid - rad, mid + rad)
-        elif layer.kind in ("relu", "sigmoid", "tanh", "maxpool"):
+        elif layer.kind == "maxpool":
             l, u = ins[0]
-            out[layer.index] = (layer.evaluate([l]), layer.evaluate([u]))  # all monotone
+            out[layer.index] = (layer.evaluate([l]), layer.evaluate([u]))  # monotone
+        elif layer.kind in ELEMENTWISE_FUNCTIONS:
+            out[layer.index] = elementwise_image(layer.kind, layer.alpha, *ins[0])
         elif layer.kind == "add":
             out[layer.index] = (ins[0][0] + ins[1][0], ins[0][1] + ins[1][1])
         else:

@@ -29,7 +29,7 @@ as DeepPoly's ``prev.dot(curr[weight]) + curr[bias]``, is evaluated once per neu
 Builtins: ``max``/``min`` of two numbers or of a list, ``sum``/``avg``/``len`` of a list (sum of
 polynomials adds the maps), ``argmax``/``argmin`` of a Float List (the first index of the extreme
 value), ``argmax(list, cmp)``/``argmin(list, cmp)`` (``compare``: the elements ``x`` with ``cmp(x, y)``
-true for every ``y`` in the list), ``concat``, ``map_list``, ``sigmoid``, ``tanh``, ``exp``, ``abs``.
+true for every ``y`` in the list), ``concat``, ``map_list``, ``sigmoid``, ``tanh``, ``exp``, ``log``, ``abs``.
 """
 
 from __future__ import annotations
@@ -93,6 +93,13 @@ def sigmoid(x: float) -> float:
         return 1.0 / (1.0 + math.exp(-x))
     z = math.exp(x)
     return z / (1.0 + z)
+
+
+def flog(x: float) -> float:
+    """The natural logarithm as the compiled engine computes it (torch): ``-inf`` at 0, NaN below."""
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
 
 
 def fexp(x: float) -> float:
@@ -486,6 +493,9 @@ class ExprCompiler:
         if n == "exp":
             x = args[0]
             return lambda a: fexp(float(x(a)))
+        if n == "log":
+            x = args[0]
+            return lambda a: flog(float(x(a)))
         if n == "abs":
             x = args[0]
             return lambda a: abs(x(a))
@@ -583,6 +593,9 @@ class ExprCompiler:
         elif m == "weight":
             def get(n):
                 return rt.weight_of(n)
+        elif m == "alpha":
+            def get(n):
+                return rt.alpha_of(n)
         else:  # pragma: no cover - checked
             raise InterpreterError(f"{e.loc}: unknown member '{m}'")
         if is_list:

@@ -12,7 +12,8 @@
   net.onnx)``).
 * **Metadata**: ``weight`` = the neuron's row of its affine layer's (dense, unrolled) weight matrix
   as a Float List aligned with ``prev``; ``bias``; ``layer`` = its layer index; ``last_layer`` = 1 in
-  the final layer (the margin layer when a property is analysed), else 0.
+  the final layer (the margin layer when a property is analysed), else 0; ``alpha`` = the layer's
+  ``alpha`` (LeakyRelu's negative slope, Elu's scale), 0 for a layer without one.
 * **Flow** ``flow(direction, priority, stop, T)``: the input layer is initialised from the property
   (:mod:`cfmlir.interpreter.input_shape`); every other neuron is then computed by T's rule for its
   layer, in increasing ``priority(n)`` (ties: by neuron index, i.e. topological order).  For the
@@ -107,6 +108,10 @@ class NetView:
             b = self._b[li] = bt.detach().to("cpu").double().reshape(-1).tolist()
         return b[self.pos[n]]
 
+    def alpha_of(self, n: int) -> float:
+        """The ``alpha`` of ``n``'s layer (LeakyRelu's slope, Elu's scale), 0 for a layer without one."""
+        return float(getattr(self.layers[self.layer_of[n]], "alpha", None) or 0.0)
+
     def window(self, li: int, p: int) -> list[V.Neuron]:
         ws = self._windows.get(li)
         if ws is None:
@@ -174,6 +179,9 @@ class Runtime:
 
     def weight_of(self, n: int) -> list[float]:
         return self.view.weight_of(n)
+
+    def alpha_of(self, n: int) -> float:
+        return self.view.alpha_of(n)
 
     def unset_member(self, n: int, m: str, loc) -> None:
         li = self.layer_of[n]

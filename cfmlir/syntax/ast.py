@@ -132,6 +132,7 @@ BUILTIN_ARITIES: dict[str, tuple[int, ...]] = {
     "tanh": (1,),
     "exp": (1,),
     "abs": (1,),
+    "log": (1,),
 }
 BUILTIN_ALIASES = {"sigma": "sigmoid", "mapList": "map_list", "compare": "argmax"}
 
@@ -152,7 +153,9 @@ class Lp(ExprBase):
 
 
 #: Metadata names and their canonical spellings (``curr[w]`` is ``curr[weight]``).
-METADATA_NAMES = ("weight", "bias", "layer", "last_layer")
+#: ``alpha`` is the parameter of a ``LeakyRelu`` (negative slope) or ``Elu`` layer, the same for every neuron of the
+#: layer, and 0 for neurons of layers without one.
+METADATA_NAMES = ("weight", "bias", "layer", "last_layer", "alpha")
 METADATA_ALIASES = {"w": "weight", "b": "bias"}
 
 
@@ -245,7 +248,8 @@ class FuncDecl:
 
 #: Network operators a transformer can give rules for (canonical spellings).  Each also exists as
 #: ``rev_<Op>`` for backward flows.
-UNARY_OPERATORS = ("Relu", "Sigmoid", "Tanh", "Abs", "Relu6", "HardTanh", "HardSigmoid", "HardSwish")
+UNARY_OPERATORS = ("Relu", "Sigmoid", "Tanh", "Abs", "Relu6", "HardTanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
+                   "Softplus")
 LIST_OPERATORS = ("Affine", "Maxpool", "Minpool", "Avgpool")
 BINARY_NEURON_OPERATORS = ("Neuron_add", "Neuron_mult", "Neuron_max", "Neuron_min")
 FORWARD_OPERATORS = LIST_OPERATORS + UNARY_OPERATORS + BINARY_NEURON_OPERATORS

@@ -40,6 +40,7 @@ METADATA_TYPES: dict[str, Type] = {
     "bias": FLOAT,
     "layer": INT,
     "last_layer": INT,
+    "alpha": FLOAT,
 }
 
 
@@ -329,7 +330,7 @@ class Checker:
 
     def builtin(self, e: ast.Builtin, env: dict[str, Type]) -> Type:
         n = e.name
-        if n in ("sigmoid", "tanh", "exp", "abs"):
+        if n in ("sigmoid", "tanh", "exp", "log", "abs"):
             t = self.expr(e.args[0], env)
             if not is_numeric(t):
                 raise CfError(e.args[0].loc, f"'{n}' needs a Float, got {t}")

@@ -239,7 +239,7 @@ class SymbolicEvaluator:
             if n.meta.get("computing"):
                 raise FragmentError(e.loc, f"reading '{m}' of the neuron being computed")
             return w.shape(n)[m]
-        if m in ("layer", "last_layer", "bias"):
+        if m in ("layer", "last_layer", "bias", "alpha"):
             return w.meta(n, m)
         if m == "weight":
             if "weight" not in n.meta:
@@ -336,7 +336,7 @@ class SymbolicEvaluator:
     def _(self, e: ast.Builtin, env):
         n = e.name
         args = [self.eval(a, env) for a in e.args]
-        if n in ("sigmoid", "tanh", "exp"):
+        if n in ("sigmoid", "tanh", "exp", "log"):
             return self.nl.apply(n, args[0])
         if n == "abs":
             x = args[0]

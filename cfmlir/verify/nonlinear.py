@@ -1,4 +1,4 @@
-"""Sound encodings of ``sigmoid``, ``tanh`` and ``exp`` for z3 (over-approximations).
+"""Sound encodings of ``sigmoid``, ``tanh``, ``exp`` and ``log`` for z3 (over-approximations).
 
 Each application ``f(t)`` (one per distinct argument term) is a fresh real ``f_t`` constrained only
 by facts that hold for the true function, so a formula proved for every function satisfying them
@@ -7,16 +7,19 @@ must be replayed with the real function, see :mod:`cfmlir.verify.replay`).  Writ
 derivative expressed through the value (sigmoid: ``f(1-f)``, tanh: ``1-f^2``, exp: ``f``):
 
 * range and sign: sigmoid ``0 < f_t < 1``, ``f_t < 1/2`` iff ``t < 0``; tanh ``-1 < f_t < 1``,
-  sign of ``t``; exp ``f_t > 0``, ``f_t >= 1 + t``;
+  sign of ``t``; exp ``f_t > 0``, ``f_t >= 1 + t``, ``f_t < 1`` iff ``t < 0``;
 * for every pair of applications ``a < b``: ``f_a < f_b`` (monotone) and the mean-value facts of an
   S-shaped function (convex for ``t <= 0``, concave for ``t >= 0``, derivative unimodal, at most
   ``dmax`` = 1/4 for sigmoid and 1 for tanh):
   ``b <= 0``: ``d_a (b-a) <= f_b - f_a <= d_b (b-a)``;  ``a >= 0``: ``d_b (b-a) <= f_b - f_a <= d_a (b-a)``;
   always ``min(d_a, d_b) (b-a) <= f_b - f_a <= dmax (b-a)``; exp (convex):
-  ``e_a (b-a) <= e_b - e_a <= e_b (b-a)``;  ``a = b`` gives ``f_a = f_b``.
+  ``e_a (b-a) <= e_b - e_a <= e_b (b-a)``;  ``a = b`` gives ``f_a = f_b``;
+* log (concave, derivative ``1/t``; facts only for positive arguments): ``1 - 1/t <= g_t <= t - 1``,
+  the sign of ``t - 1``,
+  and for ``0 < a < b``: ``(b-a)/b <= g_b - g_a <= (b-a)/a``.
 
 What is exact and what is not: affine arithmetic, ReLU, max/min, abs, comparisons and conditionals
-are exact (non-linear *polynomial* real arithmetic, decided by z3's nlsat); these three functions are
+are exact (non-linear *polynomial* real arithmetic, decided by z3's nlsat); these four functions are
 over-approximated by the facts above; ``lp`` and the list builtins ``argmax``/``argmin`` with a
 comparison function are outside the fragment.
 """
@@ -27,7 +30,7 @@ import math
 
 import z3
 
-from cfmlir.interpreter.evaluator import fexp, sigmoid
+from cfmlir.interpreter.evaluator import fexp, flog, sigmoid
 
 _SPEC = {
     # name: (lower, upper, value at 0, derivative from the value, maximal derivative)
@@ -38,14 +41,14 @@ _SPEC = {
 
 def true_value(name: str, x: float) -> float:
     """The real function in float64, as the reference interpreter computes it."""
-    return {"sigmoid": sigmoid, "tanh": math.tanh, "exp": fexp}[name](x)
+    return {"sigmoid": sigmoid, "tanh": math.tanh, "exp": fexp, "log": flog}[name](x)
 
 
 class Nonlinear:
     """The applications made so far and their facts (``facts`` are added to the premises)."""
 
     def __init__(self):
-        self.apps: dict[str, list[tuple]] = {"sigmoid": [], "tanh": [], "exp": []}
+        self.apps: dict[str, list[tuple]] = {"sigmoid": [], "tanh": [], "exp": [], "log": []}
         self._by_id: dict[tuple, object] = {}
         self.facts: list = []
 
@@ -63,8 +66,9 @@ class Nonlinear:
             x = float(t.as_fraction())
             v = z3.Real(f"{name}_{len(self._by_id)}")
             fx = true_value(name, x)
-            pad = 1e-13 * max(1.0, abs(fx))  # covers the few ulp of error of the float64 formula
-            self.facts += [v >= z3.RealVal(fx - pad), v <= z3.RealVal(fx + pad)]
+            if math.isfinite(fx):  # (log of a number <= 0, exp overflowing: nothing is known)
+                pad = 1e-13 * max(1.0, abs(fx))  # covers the few ulp of error of the float64 formula
+                self.facts += [v >= z3.RealVal(fx - pad), v <= z3.RealVal(fx + pad)]
         else:
             v = z3.Real(f"{name}_{len(self._by_id)}")
         self._by_id[key] = v
@@ -74,8 +78,14 @@ class Nonlinear:
 
     def _facts_for(self, name: str, t, f) -> None:
         out = self.facts
+        if name == "log":
+            out.append(z3.Implies(t > 0, z3.And(f <= t - 1, f * t >= t - 1, z3.If(t < 1, f < 0, z3.If(t > 1, f > 0, f == 0)))))
+            for (a, fa) in self.apps[name]:
+                out.append(_pair_log(a, fa, t, f))
+                out.append(_pair_log(t, f, a, fa))
+            return
         if name == "exp":
-            out += [f > 0, f >= 1 + t]
+            out += [f > 0, f >= 1 + t, z3.If(t < 0, f < 1, z3.If(t > 0, f > 1, f == 1))]
             for (a, fa) in self.apps[name]:
                 out.append(_pair_exp(a, fa, t, f))
                 out.append(_pair_exp(t, f, a, fa))
@@ -125,3 +135,9 @@ def _pair_exp(a, ea, b, eb):
     w = b - a
     return z3.And(z3.Implies(a == b, ea == eb),
                   z3.Implies(a < b, z3.And(ea < eb, eb - ea >= ea * w, eb - ea <= eb * w)))
+
+
+def _pair_log(a, ga, b, gb):
+    w = b - a
+    return z3.And(z3.Implies(a == b, ga == gb),
+                  z3.Implies(z3.And(a > 0, a < b), z3.And(ga < gb, (gb - ga) * b >= w, (gb - ga) * a <= w)))

@@ -12,17 +12,81 @@ Sigmoid     ``prev = p``                           ``y = sigmoid(x)`` (see nonli
 Tanh        ``prev = p``                           ``y = tanh(x)``
 Neuron_add  ``prev_0, prev_1``, ``prev = [both]``  ``y = x_0 + x_1``
 Maxpool     ``prev = [p_1..p_K]``                  ``y = max_i x_i``
+LeakyRelu   ``prev = p``, ``alpha`` (any real)      ``y = x`` (x >= 0), ``alpha x``
+Abs         ``prev = p``                           ``y = |x|``
+Relu6       ``prev = p``                           ``y = min(max(x, 0), 6)``
+HardTanh    ``prev = p``                           ``y = min(max(x, -1), 1)``
+Elu         ``prev = p``, ``alpha`` (any real)      ``y = x`` (x > 0), ``alpha (exp(x) - 1)``
+Softplus    ``prev = p``                           ``y = max(x, 0) + log(1 + exp(-|x|))``
 ========== ====================================== ===================================
+
+Softplus is written as the certifiers write it (``log(1 + exp(x))`` is the same real number); the
+piecewise-linear operators are exact, Elu and Softplus use the facts of :mod:`cfmlir.verify.nonlinear`.
 """
 
 from __future__ import annotations
 
+import math
+
 import z3
 
+from cfmlir.interpreter.evaluator import fexp, sigmoid
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.world import World
 
-OPERATORS = ("Affine", "Relu", "Sigmoid", "Tanh", "Neuron_add", "Maxpool")
+
+def _clip(x, lo, hi):
+    return z3.If(x < lo, lo, z3.If(x > hi, hi, x))
+
+
+def _abs(x):
+    return z3.If(x >= 0, x, -x)
+
+
+#: Elementwise operator -> its output ``(x, alpha, nl) -> y`` as a z3 term (``alpha``: curr's metadata).
+UNARY = {
+    "Relu": lambda x, a, nl: z3.If(x >= 0, x, 0),
+    "Sigmoid": lambda x, a, nl: nl.apply("sigmoid", x),
+    "Tanh": lambda x, a, nl: nl.apply("tanh", x),
+    "LeakyRelu": lambda x, a, nl: z3.If(x >= 0, x, a * x),
+    "Abs": lambda x, a, nl: _abs(x),
+    "Relu6": lambda x, a, nl: _clip(x, 0, 6),
+    "HardTanh": lambda x, a, nl: _clip(x, -1, 1),
+    "Elu": lambda x, a, nl: z3.If(x > 0, x, a * (nl.apply("exp", x) - 1)),
+    "Softplus": lambda x, a, nl: z3.If(x >= 0, x, 0) + nl.apply("log", 1 + nl.apply("exp", -_abs(x))),
+}
+#: The operators of UNARY that read ``alpha``.
+WITH_ALPHA = ("LeakyRelu", "Elu")
+
+#: The piecewise-linear ones on exact rationals (a counterexample's replay): ``(x, alpha) -> y``.
+PIECEWISE_LINEAR = {
+    "Relu": lambda x, a: max(x, 0),
+    "LeakyRelu": lambda x, a: x if x >= 0 else a * x,
+    "Abs": lambda x, a: abs(x),
+    "Relu6": lambda x, a: min(max(x, 0), 6),
+    "HardTanh": lambda x, a: min(max(x, -1), 1),
+}
+
+
+def _softplus(x: float) -> float:
+    return max(x, 0.0) + math.log1p(fexp(-abs(x)))
+
+
+#: The others in float64, as the reference interpreter computes them: ``(x, alpha) -> y``.
+_FLOAT = {
+    "Sigmoid": lambda x, a: sigmoid(x),
+    "Tanh": lambda x, a: math.tanh(x),
+    "Elu": lambda x, a: x if x > 0 else a * math.expm1(x),
+    "Softplus": lambda x, a: _softplus(x),
+}
+
+
+def concrete_value(op: str, x: float, alpha: float = 0.0) -> float:
+    """The output of the elementwise operator ``op`` at ``x`` in float64."""
+    return _FLOAT[op](x, alpha)
+
+
+OPERATORS = ("Affine", "Neuron_add", "Maxpool") + tuple(UNARY)
 
 
 def bind(op: str, world: World, nl: Nonlinear):
@@ -43,14 +107,11 @@ def bind(op: str, world: World, nl: Nonlinear):
             y = xs[0]
             for x in xs[1:]:
                 y = z3.If(x > y, x, y)
-    elif op in ("Relu", "Sigmoid", "Tanh"):
+    elif op in UNARY:
         p = world.neuron("p", 1)
         env["prev"] = p
-        x = p.value
-        if op == "Relu":
-            y = z3.If(x >= 0, x, 0)
-        else:
-            y = nl.apply("sigmoid" if op == "Sigmoid" else "tanh", x)
+        alpha = world.meta(curr, "alpha") if op in WITH_ALPHA else None
+        y = UNARY[op](p.value, alpha, nl)
     elif op == "Neuron_add":
         a, b = world.neuron("p0", 1), world.neuron("p1", 1)
         env.update(prev=[a, b], prev_0=a, prev_1=b)

@@ -18,6 +18,7 @@ points) and their results to the true function values, re-solves and replays (``
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from cfmlir.syntax import ast
 from cfmlir.syntax.unparse import unparse
 from cfmlir.verify import values as S
 from cfmlir.verify.nonlinear import true_value
+from cfmlir.verify.operators import PIECEWISE_LINEAR, concrete_value
 from cfmlir.verify.semantics import holds
 
 TOL = 1e-9
@@ -94,14 +96,17 @@ class _Concrete:
 
 
 class _View:
-    def __init__(self, weights, biases):
-        self.w, self.b = weights, biases
+    def __init__(self, weights, biases, alphas=None):
+        self.w, self.b, self.a = weights, biases, alphas or {}
 
     def weight_of(self, n):
         return self.w[n]
 
     def bias_of(self, n):
         return self.b.get(n, 0.0)
+
+    def alpha_of(self, n):
+        return self.a.get(n, 0.0)
 
 
 class _ReplayCompiler(ExprCompiler):
@@ -207,7 +212,8 @@ def replay(prob, ob, model) -> Found:
     rt.last_layer = [int(round(_f(model, n.meta["last_layer"]))) if "last_layer" in n.meta else 0 for n in w.neurons]
     curr = prob.curr
     weights = {curr.id: [conc.val(x) for x in curr.meta["weight"]]} if "weight" in curr.meta else {}
-    rt.view = _View(weights, {curr.id: _f(model, curr.meta["bias"])} if "bias" in curr.meta else {})
+    rt.view = _View(weights, {curr.id: _f(model, curr.meta["bias"])} if "bias" in curr.meta else {},
+                    {curr.id: _f(model, curr.meta["alpha"])} if "alpha" in curr.meta else {})
     rt._noise = w.M + 100
     funcs = {n: CompiledFunc(d, ft) for n, (d, ft) in checked.funcs.items()}
     conc.funcs = funcs
@@ -240,6 +246,8 @@ def replay(prob, ob, model) -> Found:
             meta.append(f"weight {[_fmt(x) for x in weights[curr.id]]}")
         if "bias" in curr.meta:
             meta.append(f"bias {_fmt(rt.view.b[curr.id])}")
+        if "alpha" in curr.meta:
+            meta.append(f"alpha {_fmt(rt.view.a[curr.id])}")
         for k in ("layer", "last_layer"):
             if k in curr.meta:
                 meta.append(f"{k} {rt.__dict__['layer_of' if k == 'layer' else 'last_layer'][curr.id]}")
@@ -315,9 +323,10 @@ def _y(prob, model, vals) -> Fraction:
     if op == "Neuron_add":
         return vals[env["prev_0"].id] + vals[env["prev_1"].id]
     x = vals[env["prev"].id]
-    if op == "Relu":
-        return max(x, Fraction(0))
-    return Fraction(true_value("sigmoid" if op == "Sigmoid" else "tanh", float(x)))
+    if op in PIECEWISE_LINEAR:  # exact in rationals
+        alpha = Fraction(_f(model, prob.curr.meta["alpha"])) if "alpha" in prob.curr.meta else Fraction(0)
+        return PIECEWISE_LINEAR[op](x, alpha)
+    return Fraction(concrete_value(op, float(x), _f(model, prob.curr.meta["alpha"]) if "alpha" in prob.curr.meta else 0.0))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -388,7 +397,10 @@ def search(prob, ob, background, goal_part, model, deadline, trials: int = 40):
             tv = z3.simplify(z3.substitute(t, *sub)) if sub else z3.simplify(t)
             if not z3.is_rational_value(tv):
                 break
-            fix.append(fv == z3.RealVal(repr(true_value(name, float(tv.as_fraction())))))
+            value = true_value(name, float(tv.as_fraction()))
+            if not math.isfinite(value):  # exp overflowing, log of a number <= 0: not a real point
+                break
+            fix.append(fv == z3.RealVal(repr(value)))
         else:
             s = z3.SolverFor("QF_NRA")
             s.set("timeout", 2000)

@@ -69,6 +69,8 @@ class LayerContext:
             return parameters.weight(layer, self.rep)
         if name == "bias":
             return parameters.bias(layer, self.rep)
+        if name == "alpha":
+            return parameters.alpha(layer, self.rep)
         raise KeyError(f"unknown rule input '{name}'")
 
     def _windows(self) -> tuple[Window, object]:

@@ -61,6 +61,13 @@ def _exp(x: float) -> float:
         return math.inf
 
 
+def _log(x: float) -> float:
+    """``log`` as torch computes it: ``-inf`` at 0, NaN below."""
+    if x > 0:
+        return math.log(x)
+    return -math.inf if x == 0 else math.nan
+
+
 UNARY = {
     "neg": lambda a: -a,
     "not": lambda a: not a,
@@ -68,6 +75,7 @@ UNARY = {
     "sigmoid": _sigmoid,
     "tanh": math.tanh,
     "exp": _exp,
+    "log": _log,
 }
 
 

@@ -59,6 +59,16 @@ def weight(layer, rep: Representation):
     return cache["matrix"]
 
 
+def alpha(layer, rep: Representation) -> torch.Tensor:
+    """``[1, size]``: the layer's ``alpha`` (LeakyRelu's negative slope, Elu's scale) for every neuron,
+    0 for a layer without one.  Kept on the layer (one small tensor per dtype and device)."""
+    cache = _cache(layer, rep)
+    if "alpha" not in cache:
+        value = getattr(layer, "alpha", None)
+        cache["alpha"] = torch.full((1, layer.size), float(value or 0.0), dtype=rep.dtype, device=rep.device)
+    return cache["alpha"]
+
+
 def bias(layer, rep: Representation) -> torch.Tensor:
     """``[1, size]`` (``[B, size]`` for a batched layer)."""
     if layer.batched:

@@ -17,8 +17,8 @@ kernel), the classical bound (Higham, *Accuracy and Stability of Numerical Algor
     |fl(sum_i a_i x_i) - sum_i a_i x_i| <= gamma(n) sum_i |a_i| |x_i|,   gamma(n) = n u / (1 - n u)
 
 (a zero summand rounds nothing: ``n`` counts non-zero ones, so a convolution's sums are as long as
-its kernel, a diagonal's are one term).  ``sigmoid``/``tanh`` are taken to be within 4 ulp (torch's
-kernels are within 1-3).  Winograd/FFT convolutions (cuDNN may pick them on CUDA) are outside the
+its kernel, a diagonal's are one term).  ``sigmoid``/``tanh``/``exp``/``log`` are taken to be within
+4 ulp (torch's kernels are within 1-3).  Winograd/FFT convolutions (cuDNN may pick them on CUDA) are outside the
 model.
 
 The error analysis (``m_j = max(|l_j|, |u_j|)``, the magnitude of layer ``j``'s *stored*, already
@@ -81,7 +81,8 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
 
 6. **Last operations** (``+ bias``, ``sigmoid(l)``, DeepZ's closed forms, ``max`` of two bounds, the
    widening's own subtraction) err relative to the result: ``gamma(16) m~`` (``m~`` the rule's
-   magnitude).
+   magnitude); the formulas that cancel (Softplus's ``log(1 + exp(-|x|))``, Elu's ``exp(x) - 1``) also
+   absolutely, by ``u``-sized amounts however small the result (:func:`_absolute_error`).
 
 Every quantity above is itself computed in float (a sum of at most ``K_max`` terms), so every
 widening is multiplied by ``SAFETY = 1 + 2 gamma(K_max + 16)``.
@@ -327,6 +328,19 @@ def _slope(layer) -> float:
     return max(1.0, abs(alpha)) if alpha is not None else 1.0
 
 
+def _absolute_error(layer) -> float:
+    """``A`` such that ``(gamma(16) + gamma(32)) A`` bounds the *absolute* rounding error of an activation
+    whose formula cancels: Softplus's ``log(1 + exp(-|x|))`` (``fl(1 + t)`` errs by ``u (1 + t)``, and
+    ``log`` turns that into an absolute ``<= 1.01 u``, however small the result) and Elu's
+    ``alpha (exp(x) - 1)`` (``<= 2u |alpha|`` near 0); their chords' slopes inherit it (``<= 2u A / (u -
+    l)``, times ``|z - l| <= u - l``).  0 for the other kinds, whose errors are relative (section 6)."""
+    if layer.kind == "softplus":
+        return 1.0
+    if layer.kind == "elu":
+        return max(1.0, abs(layer.alpha if layer.alpha is not None else 1.0))
+    return 0.0
+
+
 def _diagonal_pair(a, b):
     """``(start, core_a, core_b)`` when ``a`` and ``b`` are each one diagonal part at the same columns
     (an activation's lower/upper relaxation ``[B, n, W]``), else None."""
@@ -498,7 +512,8 @@ class Widening:
         rp = self.rho_pre(k)
         # w = safety / (1 - rp) * ((rp + rho_post) mt + eta + extra + the zonotopes' terms)
         c = self.safety / (1 - rp)
-        terms = [(c * (rp + self.rho_post), mt), (c, self.eta)] + [(c * f, v) for f, v in extra]
+        terms = [(c * (rp + self.rho_post), mt), (c, self.eta + (self.rho_post + self.rho_c) * _absolute_error(layer))]
+        terms += [(c * f, v) for f, v in extra]
         zs = {}
         for name in self.zono:
             z = values[name]
@@ -618,7 +633,7 @@ class Widening:
                     terms += [(rc, abs_dot(x, self.m)) for x in (L.coeff, U.coeff) if x is not None]
         terms += [(1.0, self.eta)] + extra
         if act:
-            terms += [(rc, mk), (2 * rc, self._pred_m(layer))]
+            terms += [(rc, mk), (2 * rc, self._pred_m(layer)), (self.rho_post + rc, _absolute_error(layer))]
         omega = _lincomb([(self.safety * f, v) for f, v in terms])
         if not isinstance(omega, torch.Tensor) or omega.shape[0] != self.batch:
             omega = self._full(omega)

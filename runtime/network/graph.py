@@ -26,8 +26,15 @@ Layer kinds
                ``weight_matrix()`` always returns the dense matrix (unrolling
                convolutions: this can be large), ``matvec``/``rmatvec``
                apply ``W`` / ``W^T`` without building it.
-``'relu'``, ``'sigmoid'``, ``'tanh'``  elementwise of the single predecessor
-               (same size; the shape may differ by a reshape).
+``'relu'``, ``'sigmoid'``, ``'tanh'``, ``'leakyrelu'``, ``'elu'``, ``'softplus'``, ``'abs'``,
+``'relu6'``, ``'hardtanh'``
+               elementwise of the single predecessor (same size; the shape may
+               differ by a reshape); :data:`ELEMENTWISE_FUNCTIONS` gives each
+               one's concrete function.  ``layer.alpha`` is LeakyRelu's slope
+               for ``x < 0`` and Elu's ``alpha`` (``alpha * (exp(x) - 1)`` for
+               ``x < 0``), None for the other kinds.  ``relu6`` is
+               ``min(max(x, 0), 6)``, ``hardtanh`` is ``min(max(x, -1), 1)``,
+               ``softplus`` is ``log(1 + exp(x))``.
 ``'maxpool'``  ``layer.maxpool``: a :class:`MaxPoolSpec` whose ``index_map``
                ``[size, window]`` lists, for every output neuron, the
                predecessor neurons in its window (``-1`` = padding).
@@ -48,8 +55,37 @@ import torch.nn.functional as F
 from cfruntime.errors import PropertyError
 
 AFFINE_KINDS = ("dense", "conv", "gather")
-ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh")
+ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh")
 LAYER_KINDS = ("input", "affine", "maxpool", "add") + ELEMENTWISE_KINDS
+
+
+#: Elementwise kind -> its concrete function ``(x, alpha) -> y`` (``alpha``: the layer's ``alpha``).
+ELEMENTWISE_FUNCTIONS = {
+    "relu": lambda x, a: torch.relu(x),
+    "sigmoid": lambda x, a: torch.sigmoid(x),
+    "tanh": lambda x, a: torch.tanh(x),
+    "leakyrelu": lambda x, a: torch.where(x >= 0, x, x * a),
+    "elu": lambda x, a: torch.where(x > 0, x, torch.expm1(x) * a),
+    "softplus": lambda x, a: torch.logaddexp(x, torch.zeros_like(x)),  # exact everywhere (F.softplus cuts at 20)
+    "abs": lambda x, a: torch.abs(x),
+    "relu6": lambda x, a: torch.clamp(x, 0.0, 6.0),
+    "hardtanh": lambda x, a: torch.clamp(x, -1.0, 1.0),
+}
+#: The ONNX default ``alpha`` of the kinds that have one.
+DEFAULT_ALPHA = {"leakyrelu": 0.01, "elu": 1.0}
+
+
+def elementwise_image(kind: str, alpha: float | None, lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The exact image ``[min f, max f]`` of every interval ``[lo, hi]`` under the elementwise ``kind``.
+    Every kind is monotone (image ``[f(lo), f(hi)]``) except ``abs`` and LeakyRelu/Elu with a negative
+    ``alpha``: those are V-shaped with their minimum 0 at 0, so the image is the end points' larger
+    value above, and below 0 when the interval contains 0, else the end points' smaller value."""
+    f = ELEMENTWISE_FUNCTIONS[kind]
+    fl, fh = f(lo, alpha), f(hi, alpha)
+    if kind == "abs" or (kind in DEFAULT_ALPHA and alpha is not None and alpha < 0):
+        low = torch.where((lo < 0) & (hi > 0), torch.zeros_like(fl), torch.minimum(fl, fh))
+        return low, torch.maximum(fl, fh)
+    return fl, fh
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -172,6 +208,11 @@ class Layer:
     conv: ConvSpec | None = None
     gather: GatherSpec | None = None
     maxpool: MaxPoolSpec | None = None
+    alpha: float | None = None  # leakyrelu / elu: the ONNX alpha
+
+    def __post_init__(self):
+        if self.alpha is None and self.kind in DEFAULT_ALPHA:
+            self.alpha = DEFAULT_ALPHA[self.kind]
 
     @property
     def size(self) -> int:
@@ -236,12 +277,8 @@ class Layer:
         if k == "affine":
             x = inputs[0]
             return self.matvec(x, sample_ids) + self.bias_for(x.shape[0], x.dtype, x.device, sample_ids)
-        if k == "relu":
-            return torch.relu(inputs[0])
-        if k == "sigmoid":
-            return torch.sigmoid(inputs[0])
-        if k == "tanh":
-            return torch.tanh(inputs[0])
+        if k in ELEMENTWISE_FUNCTIONS:
+            return ELEMENTWISE_FUNCTIONS[k](inputs[0], self.alpha)
         if k == "add":
             return inputs[0] + inputs[1]
         if k == "maxpool":
@@ -265,6 +302,8 @@ class Layer:
         elif self.kind == "maxpool":
             m = self.maxpool
             extra = f" k={m.kernel} s={m.stride} p={m.padding}"
+        elif self.alpha is not None:
+            extra = f" alpha={self.alpha:g}"
         return f"layer {self.index}: {self.kind}{extra} shape={self.shape} neurons {self.offset}..{self.offset + self.size - 1} preds={self.preds}" + (
             f" ({self.name})" if self.name else ""
         )
@@ -431,4 +470,4 @@ class Network:
 
 def _copy_layer(l: Layer) -> Layer:
     return Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name, linear_kind=l.linear_kind,
-                 weight=l.weight, bias=l.bias, conv=l.conv, gather=l.gather, maxpool=l.maxpool)
+                 weight=l.weight, bias=l.bias, conv=l.conv, gather=l.gather, maxpool=l.maxpool, alpha=l.alpha)

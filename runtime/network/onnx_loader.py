@@ -10,7 +10,8 @@ of
 * a **gather** stage ``y[i] = scale[i] * x[index[i]] + shift[i]`` -- Sub/Div/
   Mul/Add by constants (mean/std normalisation), BatchNormalization (per
   channel), Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Identity, Dropout,
-  and Pad (modes constant, reflect, edge: a padded entry has scale 0 and shift
+  Slice and Split (constant parameters: they select neurons; the batch
+  dimension stays whole), and Pad (modes constant, reflect, edge: a padded entry has scale 0 and shift
   the constant, or repeats an input entry; exact);
 * a **dense** stage ``y = W x + b`` -- Gemm (transB/alpha/beta honoured),
   MatMul (+ Add of a bias in either operand order; on several rows, block
@@ -51,9 +52,15 @@ stays in the same form:
   (``ConvSpec.bias_per_channel`` is then None);
 * conv never merges with conv or dense (convolutions stay convolutions).
 
-When a nonlinearity (Relu, Sigmoid, Tanh, MaxPool, residual Add of two
-branches) consumes a pending value, each remaining stage becomes one
-``'affine'`` layer.  A final Softmax is dropped with a notice (bounds are on
+When a nonlinearity (Relu, Sigmoid, Tanh, LeakyRelu, Elu, Softplus, Abs, Clip,
+MaxPool, residual Add of two branches) consumes a pending value, each
+remaining stage becomes one ``'affine'`` layer (once per prefix of stages:
+values sharing stages share layers).  Clip is ``relu6`` (0, 6), ``hardtanh``
+(-1, 1), ``relu`` (0, none) or, for other bounds, relu/hardtanh between exact
+rescaling stages (``op_Clip``).  Concat joins operands over one layer into one
+stage over it; operands over several layers become one zero-padded affine
+layer each, summed by ``'add'`` layers (``op_Concat``).  ``OP_LAYER_KINDS``
+lists what each op becomes.  A final Softmax is dropped with a notice (bounds are on
 the logits); Softmax anywhere else, any other op, groups > 1, transA on the
 data input etc. raise :class:`~cfruntime.errors.UnsupportedOpError`
 (``error: <file>: unsupported ONNX op 'X' at node 'name'``).
@@ -76,13 +83,37 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 from cfruntime.errors import NetworkError, UnsupportedOpError
-from cfruntime.network.graph import ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
+from cfruntime.network.graph import DEFAULT_ALPHA, ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
 
-SUPPORTED_OPS = frozenset({
-    "Gemm", "MatMul", "Conv", "Relu", "Sigmoid", "Tanh", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Add", "Mul",
-    "BatchNormalization", "AveragePool", "GlobalAveragePool", "MaxPool", "Softmax", "Identity", "Dropout", "Constant",
-    "Pad", "Squeeze", "Unsqueeze",
-})
+#: Supported ONNX op -> the layer kinds it becomes, each with when: ``((kind, when), ...)``; ``()`` for
+#: an op that makes no layer.  The README's table of supported ops is printed from this by
+#: ``python -m cfmlir.tools.onnx_support`` (with which certifiers have a rule for each kind).
+_AFFINE = (("affine", ""),)
+OP_LAYER_KINDS = {
+    **{op: _AFFINE for op in ("Gemm", "MatMul", "Conv", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Mul",
+                              "BatchNormalization", "AveragePool", "GlobalAveragePool", "Pad", "Squeeze", "Unsqueeze",
+                              "Slice", "Split")},
+    "Add": (("affine", "a constant added"), ("add", "two branches (residual join)")),
+    "Relu": (("relu", ""),), "Sigmoid": (("sigmoid", ""),), "Tanh": (("tanh", ""),),
+    "LeakyRelu": (("leakyrelu", "alpha kept"),), "Elu": (("elu", "alpha kept"),), "Softplus": (("softplus", ""),),
+    "Abs": (("abs", ""),),
+    "Clip": (("relu6", "min 0, max 6"), ("hardtanh", "min -1, max 1; other two bounds between affine layers"),
+             ("relu", "min 0 alone; one other bound between affine layers")),
+    "MaxPool": (("maxpool", ""),),
+    "Concat": (("affine", "operands over one layer"), ("add", "operands over several layers")),
+    "Softmax": (), "Identity": (), "Dropout": (), "Constant": (),
+}
+#: The ONNX ops the loader supports; any other is ``unsupported ONNX op '<Op>' at node '<name>'``.
+SUPPORTED_OPS = frozenset(OP_LAYER_KINDS)
+
+#: ONNX elementwise activation -> layer kind (one layer each; LeakyRelu and Elu carry ``alpha``).
+ACTIVATION_KINDS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu": "leakyrelu", "Elu": "elu",
+                    "Softplus": "softplus", "Abs": "abs"}
+#: Clip(min, max) bounds that are a layer kind of their own (any other Clip is built from relu or
+#: hardtanh and affine layers, see ``_Loader.op_Clip``).
+CLIP_KINDS = {(0.0, 6.0): "relu6", (-1.0, 1.0): "hardtanh", (0.0, None): "relu"}
+#: A Clip bound at least this large in magnitude (float32's largest, the old attribute default) is none.
+_NO_BOUND = 3.4e38
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,6 +265,69 @@ def _compose(prev, new, limit_cells: int = 1 << 26):
     return None
 
 
+def _slice_positions(dim: int, start: int, end: int, step: int) -> np.ndarray:
+    """The positions ONNX Slice selects along one axis of size ``dim`` (negative ``start``/``end``
+    count from the end, then clamp: ``[0, dim]`` for a positive ``step``, ``[-1, dim - 1]`` for a
+    negative one)."""
+    start, end = start + dim if start < 0 else start, end + dim if end < 0 else end
+    if step > 0:
+        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+    else:
+        start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+    return np.arange(start, end, step, dtype=np.int64)
+
+
+def _gather_rows(stage, rows: np.ndarray):
+    """``(index, scale, shift)`` of the rows ``rows`` of a gather stage."""
+    return stage.index[rows], stage.scale[rows], stage.shift[rows]
+
+
+def _dense_rows(stage, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, b)`` of the rows ``rows`` of a gather, dense or conv stage as a dense map."""
+    if isinstance(stage, _GStage):
+        W = np.zeros((rows.shape[0], stage.in_size))
+        W[np.arange(rows.shape[0]), stage.index[rows]] = stage.scale[rows]
+        return W, stage.shift[rows]
+    if isinstance(stage, _DStage):
+        return stage.W[rows], stage.b[rows]
+    return stage.dense()[rows], stage.bias[rows]
+
+
+def _joined_conv(stages: list) -> tuple | None:
+    """Convolutions of one tensor joined along their output channels as one convolution, or None.
+
+    They need the same input, stride, dilation and output size.  Each kernel is placed in one window
+    covering all of theirs (top/left padding the largest of theirs; a kernel whose own padding is
+    smaller starts that much later, in steps of the dilation, zeros around it), so every output reads
+    the same inputs, or zero padding, as before: exact.  Returns ``(kernel, stride, pads, dilation,
+    in_shape, out_shape)``."""
+    first = stages[0]
+    if any((st.stride, st.dilation, st.in_shape, st.out_shape[1:]) != (first.stride, first.dilation, first.in_shape,
+                                                                       first.out_shape[1:]) for st in stages):
+        return None
+    (sh, sw), (dh, dw) = first.stride, first.dilation
+    top, left = max(st.pads[0] for st in stages), max(st.pads[1] for st in stages)
+    offsets = [((top - st.pads[0]), (left - st.pads[1])) for st in stages]
+    if any(oy % dh or ox % dw for oy, ox in offsets):
+        return None
+    offsets = [(oy // dh, ox // dw) for oy, ox in offsets]
+    kh = max(oy + st.kernel.shape[2] for st, (oy, _) in zip(stages, offsets))
+    kw = max(ox + st.kernel.shape[3] for st, (_, ox) in zip(stages, offsets))
+    C, H, W = first.in_shape
+    oh, ow = first.out_shape[1:]
+    bottom = max(0, (oh - 1) * sh - top + (kh - 1) * dh - H + 1)  # the last window ends inside the padding
+    right = max(0, (ow - 1) * sw - left + (kw - 1) * dw - W + 1)
+    if ((H + top + bottom - (kh - 1) * dh - 1) // sh + 1, (W + left + right - (kw - 1) * dw - 1) // sw + 1) != (oh, ow):
+        return None
+    kernels = []
+    for st, (oy, ox) in zip(stages, offsets):
+        k = np.zeros((st.kernel.shape[0], C, kh, kw))
+        k[:, :, oy:oy + st.kernel.shape[2], ox:ox + st.kernel.shape[3]] = st.kernel
+        kernels.append(k)
+    out = (sum(st.out_shape[0] for st in stages), oh, ow)
+    return np.concatenate(kernels), first.stride, (top, left, bottom, right), first.dilation, first.in_shape, out
+
+
 # ---------------------------------------------------------------------------------------------
 # loader
 # ---------------------------------------------------------------------------------------------
@@ -275,6 +369,7 @@ class _Loader:
         self.notices: list[str] = []
         self.values: dict[str, object] = {}
         self.materialized: dict[int, tuple[int, object]] = {}
+        self.prefixes: dict[tuple, tuple[int, tuple]] = {}
 
     # -- errors --------------------------------------------------------------------------------
     def err(self, what: str) -> NetworkError:
@@ -335,7 +430,11 @@ class _Loader:
             for i in node.input:
                 if i and i not in self.values:
                     raise self.err(f"node '{self.node_name(node)}' uses undefined value '{i}'")
-            self.values[node.output[0]] = self.convert(node)
+            result = self.convert(node)
+            if isinstance(result, tuple):  # a node with several outputs (Split)
+                self.values.update(zip(node.output, result))
+            else:
+                self.values[node.output[0]] = result
         if out_name not in self.values:
             raise self.err(f"graph output '{out_name}' is not computed by any node")
         out = self.values[out_name]
@@ -393,40 +492,53 @@ class _Loader:
         return idx
 
     def materialize(self, lin: _Lin) -> int:
-        """Turn the pending stages of ``lin`` into affine layers; return the layer holding its value."""
+        """Turn the pending stages of ``lin`` into affine layers; return the layer holding its value.
+
+        Consecutive stages that compose exactly (a Pad kept apart for a convolution that did not
+        come) are merged first.  Every prefix of stages is made into layers once: values that share
+        pending stages (the outputs of a Split, two Slices of one convolution) share their layers."""
         key = id(lin)
         if key in self.materialized:
             return self.materialized[key][0]
-        cur = lin.src
-        stages = []
-        for st in lin.stages:  # a Pad kept apart for a convolution that did not come: merge it now
-            merged = _compose(stages[-1], st) if stages else None
+        groups: list[tuple[object, tuple]] = []  # (stage, the original stages it composes)
+        for st in lin.stages:
+            merged = _compose(groups[-1][0], st) if groups else None
             if merged is not None:
-                merged.name = stages[-1].name + "," + st.name
-                stages[-1] = merged
+                merged.name = groups[-1][0].name + "," + st.name
+                groups[-1] = (merged, groups[-1][1] + (st,))
             else:
-                stages.append(st)
-        for st in stages:
-            if isinstance(st, _GStage) and st.is_identity():
+                groups.append((st, (st,)))
+        cur, done = lin.src, ()
+        for st, originals in groups:
+            done = done + originals
+            prefix = (lin.src, *map(id, done))
+            if prefix in self.prefixes:
+                cur = self.prefixes[prefix][0]
                 continue
-            name = getattr(st, "name", "")
-            if isinstance(st, _GStage):
-                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="gather",
-                                     gather=GatherSpec(torch.from_numpy(st.index.astype(np.int64)), torch.from_numpy(st.scale.astype(np.float64)), st.in_size),
-                                     bias=torch.from_numpy(st.shift.astype(np.float64)))
-            elif isinstance(st, _DStage):
-                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="dense",
-                                     weight=torch.from_numpy(np.ascontiguousarray(st.W, dtype=np.float64)),
-                                     bias=torch.from_numpy(np.ascontiguousarray(st.b, dtype=np.float64)))
-            else:
-                bpc = _per_channel(st.bias, st.out_shape)
-                spec = ConvSpec(torch.from_numpy(np.ascontiguousarray(st.kernel, dtype=np.float64)), tuple(st.stride), tuple(st.pads),
-                                tuple(st.dilation), tuple(st.in_shape), tuple(st.out_shape),
-                                None if bpc is None else torch.from_numpy(bpc))
-                cur = self.add_layer("affine", st.out_shape, [cur], name, linear_kind="conv", conv=spec,
-                                     bias=torch.from_numpy(np.ascontiguousarray(st.bias, dtype=np.float64)))
+            cur = self.stage_layer(st, cur)
+            self.prefixes[prefix] = (cur, done)  # holding the stages keeps their ids unique
         self.materialized[key] = (cur, lin)
         return cur
+
+    def stage_layer(self, st, cur: int) -> int:
+        """The affine layer of one stage over layer ``cur`` (``cur`` itself for an identity gather)."""
+        if isinstance(st, _GStage) and st.is_identity():
+            return cur
+        name = getattr(st, "name", "")
+        if isinstance(st, _GStage):
+            return self.add_layer("affine", st.out_shape, [cur], name, linear_kind="gather",
+                                  gather=GatherSpec(torch.from_numpy(st.index.astype(np.int64)), torch.from_numpy(st.scale.astype(np.float64)), st.in_size),
+                                  bias=torch.from_numpy(st.shift.astype(np.float64)))
+        if isinstance(st, _DStage):
+            return self.add_layer("affine", st.out_shape, [cur], name, linear_kind="dense",
+                                  weight=torch.from_numpy(np.ascontiguousarray(st.W, dtype=np.float64)),
+                                  bias=torch.from_numpy(np.ascontiguousarray(st.b, dtype=np.float64)))
+        bpc = _per_channel(st.bias, st.out_shape)
+        spec = ConvSpec(torch.from_numpy(np.ascontiguousarray(st.kernel, dtype=np.float64)), tuple(st.stride), tuple(st.pads),
+                        tuple(st.dilation), tuple(st.in_shape), tuple(st.out_shape),
+                        None if bpc is None else torch.from_numpy(bpc))
+        return self.add_layer("affine", st.out_shape, [cur], name, linear_kind="conv", conv=spec,
+                              bias=torch.from_numpy(np.ascontiguousarray(st.bias, dtype=np.float64)))
 
     def push(self, lin: _Lin, stage, node, shape: tuple | None = None, lead: int = 1, name: str | None = None) -> _Lin:
         """``lin`` followed by ``stage`` (merged into its last stage when exact).  The result has the
@@ -485,6 +597,8 @@ class _Loader:
         lin_in = [v for v in ins if isinstance(v, _Lin)]
         if not lin_in:
             return self.const_fold(node, ins, a)
+        if op in ACTIVATION_KINDS:
+            return self.op_activation(node, ins, a)
         fn = getattr(self, "op_" + op)
         return fn(node, ins, a)
 
@@ -528,6 +642,14 @@ class _Loader:
                 return _Const(x)
             if op == "MatMul":
                 return _Const(vals[0] @ vals[1])
+            if op == "Concat":
+                return _Const(np.concatenate([np.asarray(v) for v in vals], axis=a["axis"]))
+            if op == "Slice":
+                x = np.asarray(vals[0])
+                return _Const(x.reshape(-1)[self.slice_index(node, a, x.shape)])
+            if op == "Split":
+                x = np.asarray(vals[0])
+                return tuple(_Const(x.reshape(-1)[i]) for i in self.split_indices(node, a, x.shape))
             if op == "Gemm":
                 A = vals[0].T if a.get("transA", 0) else vals[0]
                 B = vals[1].T if a.get("transB", 0) else vals[1]
@@ -545,20 +667,59 @@ class _Loader:
     def op_Dropout(self, node, ins, a):
         return ins[0]  # inference: identity (a mask output stays undefined)
 
-    def nonlinear(self, kind, node, ins):
-        lin = ins[0]
+    def nonlinear(self, kind, node, lin: _Lin, alpha: float | None = None) -> _Lin:
+        """One elementwise layer of ``kind`` on ``lin`` (its pending stages become affine layers)."""
         src = self.materialize(lin)
-        idx = self.add_layer(kind, lin.inner, [src], self.node_name(node))
+        idx = self.add_layer(kind, lin.inner, [src], self.node_name(node), alpha=alpha)
         return _Lin(idx, lin.shape, [], lin.lead)
 
-    def op_Relu(self, node, ins, a):
-        return self.nonlinear("relu", node, ins)
+    def op_activation(self, node, ins, a):
+        """Relu, Sigmoid, Tanh, LeakyRelu, Elu, Softplus, Abs: one layer of :data:`ACTIVATION_KINDS`'s
+        kind; LeakyRelu and Elu keep their ``alpha`` (ONNX defaults 0.01 and 1.0)."""
+        kind = ACTIVATION_KINDS[node.op_type]
+        alpha = float(a.get("alpha", DEFAULT_ALPHA[kind])) if kind in DEFAULT_ALPHA else None
+        if alpha is not None and not np.isfinite(alpha):
+            raise self.unsupported(node, f"alpha {alpha}")
+        return self.nonlinear(kind, node, ins[0], alpha)
 
-    def op_Sigmoid(self, node, ins, a):
-        return self.nonlinear("sigmoid", node, ins)
+    def clip_bound(self, node, ins, a, i: int, attr: str) -> float | None:
+        """Clip's ``min`` (``i`` 1) or ``max`` (``i`` 2): an input since opset 11, an attribute before;
+        None when absent or at least float32's largest magnitude."""
+        if len(node.input) > i and node.input[i]:
+            v = np.asarray(self.const(node, node.input[i], attr), dtype=np.float64).reshape(-1)
+            if v.size != 1:
+                raise self.unsupported(node, f"{attr} of {v.size} elements (only a scalar bound)")
+            v = float(v[0])
+        elif attr in a:
+            v = float(a[attr])
+        else:
+            return None
+        if np.isnan(v):
+            raise self.unsupported(node, f"{attr} NaN")
+        return None if abs(v) >= _NO_BOUND else v
 
-    def op_Tanh(self, node, ins, a):
-        return self.nonlinear("tanh", node, ins)
+    def op_Clip(self, node, ins, a):
+        """``min(max(x, lo), hi)``: ``relu6`` for (0, 6), ``hardtanh`` for (-1, 1), ``relu`` for (0, none);
+        any other two bounds an exact rescaling ``affine -> hardtanh -> affine`` (``clip(x, lo, hi) =
+        (lo+hi)/2 + (hi-lo)/2 * hardtanh((2x - lo - hi) / (hi - lo))``), one bound ``lo + relu(x - lo)``
+        or ``hi - relu(hi - x)``, no bound the identity."""
+        lin = ins[0]
+        lo, hi = self.clip_bound(node, ins, a, 1, "min"), self.clip_bound(node, ins, a, 2, "max")
+        kind = CLIP_KINDS.get((lo, hi))
+        if kind is not None:
+            return self.nonlinear(kind, node, lin)
+        if lo is None and hi is None:
+            return lin
+        if lo is None:
+            neg = self.elementwise(lin, node, scale=-1.0, shift=hi)
+            return self.elementwise(self.nonlinear("relu", node, neg), node, scale=-1.0, shift=hi)
+        if hi is None:
+            return self.elementwise(self.nonlinear("relu", node, self.elementwise(lin, node, shift=-lo)), node, shift=lo)
+        if not lo < hi:
+            raise self.unsupported(node, f"min {lo:g} not below max {hi:g} (a constant output)")
+        half, mid = (hi - lo) / 2.0, (hi + lo) / 2.0
+        unit = self.elementwise(lin, node, scale=1.0 / half, shift=-mid / half)
+        return self.elementwise(self.nonlinear("hardtanh", node, unit), node, scale=half, shift=mid)
 
     def op_Add(self, node, ins, a):
         x, y = ins
@@ -943,3 +1104,173 @@ class _Loader:
         if len(lin.shape) != 4 or lin.shape[0] != 1:
             raise self.unsupported(node, f"on a tensor of shape {list(lin.shape)}")
         return self.op_AveragePool(node, ins, {}, kernel=lin.shape[2:])
+
+    # -- selections and joins --------------------------------------------------------------------
+    def slice_params(self, node, a, rank: int) -> list[tuple[int, int, int, int]]:
+        """``(start, end, axis, step)`` per sliced axis of a Slice on a rank-``rank`` tensor (axes made
+        non-negative): ``starts``, ``ends``, ``axes``, ``steps`` are constant inputs since opset 10,
+        attributes before."""
+        if len(node.input) > 1:
+            get = lambda i, what: (np.asarray(self.const(node, node.input[i], what)).astype(np.int64).reshape(-1).tolist()  # noqa: E731
+                                   if len(node.input) > i and node.input[i] else None)
+            starts, ends, axes, steps = get(1, "starts"), get(2, "ends"), get(3, "axes"), get(4, "steps")
+        else:
+            starts, ends, axes, steps = list(a.get("starts", [])), list(a.get("ends", [])), a.get("axes"), None
+        axes = list(range(len(starts))) if axes is None else [int(x) + rank if x < 0 else int(x) for x in axes]
+        steps = [1] * len(starts) if steps is None else steps
+        if not len(starts) == len(ends) == len(axes) == len(steps) or any(not 0 <= x < rank for x in axes) \
+                or len(set(axes)) != len(axes):
+            raise self.err(f"Slice '{self.node_name(node)}': starts {starts}, ends {ends}, axes {axes}, steps {steps} "
+                           f"for a rank-{rank} tensor")
+        if 0 in steps:
+            raise self.err(f"Slice '{self.node_name(node)}': step 0")
+        return [(int(s), int(e), int(x), int(st)) for s, e, x, st in zip(starts, ends, axes, steps)]
+
+    def slice_index(self, node, a, shape: tuple) -> np.ndarray:
+        """The flat positions (shaped like the result) that Slice selects from a tensor of ``shape``."""
+        index = np.arange(_prod(shape)).reshape(shape)
+        for start, end, axis, step in self.slice_params(node, a, len(shape)):
+            index = np.take(index, _slice_positions(shape[axis], start, end, step), axis=axis)
+        if index.size == 0:
+            raise self.err(f"Slice '{self.node_name(node)}': the slice of {list(shape)} is empty")
+        return index
+
+    def split_indices(self, node, a, shape: tuple) -> list[np.ndarray]:
+        """The flat positions (shaped like each output) of every output of Split on ``shape``: the
+        ``split`` sizes (an input since opset 13, an attribute before) or equal parts (the last one
+        smaller when the size does not divide, opset 18's ``num_outputs``)."""
+        rank, name = len(shape), self.node_name(node)
+        axis = int(a.get("axis", 0))
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank:
+            raise self.err(f"Split '{name}': axis {a.get('axis')} of a rank-{rank} tensor")
+        dim, parts = shape[axis], len(node.output)
+        if len(node.input) > 1 and node.input[1]:
+            sizes = np.asarray(self.const(node, node.input[1], "split")).astype(np.int64).reshape(-1).tolist()
+        elif "split" in a:
+            sizes = [int(x) for x in a["split"]]
+        else:
+            chunk = -(-dim // parts)
+            sizes = [min(chunk, max(dim - i * chunk, 0)) for i in range(parts)]
+        if len(sizes) != parts or sum(sizes) != dim or any(x <= 0 for x in sizes):
+            raise self.err(f"Split '{name}': sizes {sizes} for {parts} outputs of a dimension of {dim}")
+        index = np.arange(_prod(shape)).reshape(shape)
+        bounds = np.cumsum([0] + sizes)
+        return [np.take(index, np.arange(bounds[i], bounds[i + 1]), axis=axis) for i in range(parts)]
+
+    def check_batch_kept(self, node, lin: _Lin, shape: tuple, what: str) -> None:
+        """A selection must keep the batch dimension of one sample (``lead`` 1) whole."""
+        if lin.lead == 1 and (len(shape) < 1 or shape[0] != 1):
+            raise self.unsupported(node, f"{what} on the batch dimension")
+
+    def op_Slice(self, node, ins, a):
+        """Slice with constant starts/ends/axes/steps selects neurons: a gather stage.  With a
+        symbolic batch the batch dimension may only be sliced whole (``0:INT_MAX``, as exporters write)."""
+        lin = ins[0]
+        if self.dynamic_batch and not self.slices_batch_whole(node, a, len(lin.shape)):
+            raise self.unsupported(node, "Slice on the batch dimension")
+        index = self.slice_index(node, a, lin.shape)
+        self.check_batch_kept(node, lin, index.shape, "Slice")
+        return self.reindex(lin, node, index, index.shape, lin.lead)
+
+    def slices_batch_whole(self, node, a, rank: int) -> bool:
+        """Whether a Slice leaves dimension 0 alone or takes all of it (start 0, step 1, end at least
+        2^31 - 1: any batch size)."""
+        return all(s == 0 and e >= 2**31 - 1 and st == 1 for s, e, ax, st in self.slice_params(node, a, rank) if ax == 0)
+
+    def op_Split(self, node, ins, a):
+        """Split into constant sizes selects neurons: one gather stage per output."""
+        lin = ins[0]
+        axis = int(a.get("axis", 0))
+        if lin.lead == 1 and axis in (0, -len(lin.shape)):
+            raise self.unsupported(node, "Split on the batch dimension")
+        out = []
+        for index in self.split_indices(node, a, lin.shape):
+            self.check_batch_kept(node, lin, index.shape, "Split")
+            out.append(self.reindex(lin, node, index, index.shape, lin.lead))
+        return tuple(out)
+
+    def op_Concat(self, node, ins, a):
+        """Concat of values computed from the input (and constants) along any axis but the batch one.
+
+        Each operand is a pending map of one layer: its source layer with its single pending
+        stage, or, when more stages are pending, the layer they materialise into.  Operands over the
+        same layer join into one stage over it (gather when every operand's map is a gather, else
+        dense), constants become fixed neurons (scale 0, shift the value).  Over one layer the result
+        is that pending stage: an affine layer, so every certifier's Affine rule handles it.  Over
+        several layers (branches after nonlinear layers) each layer's part becomes an affine layer
+        of the full output size (zero rows where the other layers' parts go) and ``add`` layers sum
+        them: exact, and it needs the certifier's ``Neuron_add`` rule."""
+        axis = int(a["axis"])
+        shapes = [tuple(v.shape) if isinstance(v, _Lin) else tuple(np.shape(v.value)) for v in ins]
+        lins = [v for v in ins if isinstance(v, _Lin)]
+        rank, lead = len(shapes[0]), lins[0].lead
+        axis = axis + rank if axis < 0 else axis
+        if any(len(sh) != rank for sh in shapes) or not 0 <= axis < rank or any(
+                sh[:axis] + sh[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for sh in shapes):
+            raise self.err(f"Concat '{self.node_name(node)}': operands of shapes {shapes} along axis {a['axis']}")
+        if any(v.lead != lead for v in lins) or (lead == 1 and axis == 0):
+            raise self.unsupported(node, "Concat along the batch dimension")
+        # which operand and which of its (flat) elements every output element is
+        ends = np.cumsum([_prod(sh) for sh in shapes])
+        tokens = np.concatenate([np.arange(e - _prod(sh), e).reshape(sh) for sh, e in zip(shapes, ends)], axis=axis)
+        out_shape = tuple(int(d) for d in tokens.shape)
+        tokens = tokens.reshape(-1)
+        part = np.searchsorted(ends, tokens, side="right")
+        local = tokens - (ends - [_prod(sh) for sh in shapes])[part]
+        # every operand from the input as (layer, pending stage over it)
+        maps: dict[int, tuple[int, object]] = {}
+        for i, v in enumerate(ins):
+            if isinstance(v, _Lin):
+                if len(v.stages) == 1:
+                    maps[i] = (v.src, v.stages[0])
+                else:
+                    src = v.src if not v.stages else self.materialize(v)
+                    n = self.layers[src].size
+                    maps[i] = (src, _GStage(np.arange(n), np.ones(n), np.zeros(n), n, tuple(self.layers[src].shape)))
+        consts = np.concatenate([np.zeros(_prod(sh)) if isinstance(v, _Lin) else np.asarray(v.value, np.float64).reshape(-1)
+                                 for v, sh in zip(ins, shapes)])[tokens]
+        sources = list(dict.fromkeys(src for src, _ in maps.values()))
+        inner = out_shape[lead:]
+        channels = lead == 1 and axis == 1 and rank == 4 and len(lins) == len(ins)  # NCHW channels, no constants
+        joined = [self.concat_stage(node, [(i, st) for i, (src, st) in maps.items() if src == s], part, local,
+                                    consts if k == 0 else np.zeros_like(consts), inner, channels)
+                  for k, s in enumerate(sources)]
+        if len(sources) == 1:
+            return self.push(_Lin(sources[0], out_shape, [], lead), joined[0], node, out_shape, lead)
+        name = self.node_name(node)
+        layers = [self.materialize(self.push(_Lin(s, out_shape, [], lead), st, node, out_shape, lead)) for s, st in zip(sources, joined)]
+        acc = layers[0]
+        for other in layers[1:]:
+            acc = self.add_layer("add", inner, [acc, other], name)
+        return _Lin(acc, out_shape, [], lead)
+
+    def concat_stage(self, node, maps: list, part: np.ndarray, local: np.ndarray, consts: np.ndarray, inner: tuple,
+                     channels: bool = False):
+        """One stage over a layer giving the output elements of the operands ``maps`` (operand
+        number, stage over the layer), ``consts`` at the others' (0 where another layer's go):
+        a gather if every operand's is one, a convolution for convolutions joined along the channels
+        (``channels``) that fit one window (:func:`_joined_conv`), else dense."""
+        n = part.shape[0]
+        in_size = maps[0][1].in_size
+        if all(isinstance(st, _GStage) for _, st in maps):
+            index, scale, shift = np.zeros(n, np.int64), np.zeros(n), consts.copy()
+            for i, st in maps:
+                rows = part == i
+                index[rows], scale[rows], shift[rows] = _gather_rows(st, local[rows])
+            return _GStage(index, scale, shift, in_size, inner)
+        if channels and len({i for i, _ in maps}) == len(maps) and all(isinstance(st, _CStage) for _, st in maps):
+            order = [i for i in dict.fromkeys(part.tolist())]  # operands in the output's channel order
+            stages = dict(maps)
+            if sorted(order) == sorted(stages):
+                conv = _joined_conv([stages[i] for i in order])
+                if conv is not None:
+                    bias = np.concatenate([stages[i].bias for i in order])
+                    return _CStage(conv[0], bias, *conv[1:], from_pool=all(st.from_pool for st in stages.values()))
+        if n * in_size > 1 << 26:
+            raise self.unsupported(node, f"a Concat of {n} neurons over a layer of {in_size} (too large to unroll)")
+        W, b = np.zeros((n, in_size)), consts.copy()
+        for i, st in maps:
+            rows = part == i
+            W[rows], b[rows] = _dense_rows(st, local[rows])
+        return _DStage(W, b, inner)

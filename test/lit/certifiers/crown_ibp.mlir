@@ -71,6 +71,66 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.list<!cf.float>
 // CHECK: cf.func @mp_avg(%ps: !cf.list<!cf.neuron>, %w: !cf.list<!cf.float>) -> !cf.polyexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @leaky(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @delu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_convex(%a: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @clip(%a: !cf.float, %b: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @softplus(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @at0(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @line_lower(%n: !cf.neuron, %k: !cf.float, %x0: !cf.float, %y0: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @line_upper(%n: !cf.neuron, %k: !cf.float, %x0: !cf.float, %y0: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @lk_chord(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_tan(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lower(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @lk_upper(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cl_up_line(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @cl_up_k(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_upper(%a: !cf.float, %b: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cl_lo_line(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @cl_lo_k(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_lower(%a: !cf.float, %b: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @mid(%n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_chord(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lower(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @elu_upper(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sp_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sp_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sp_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.transformer @crownibp {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -83,6 +143,18 @@
 // CHECK: Neuron_add(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
+// CHECK: cf.return
+// CHECK: LeakyRelu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Abs(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Relu6(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: HardTanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @crownibp
 // CHECK-NEXT: }

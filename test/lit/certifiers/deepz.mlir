@@ -51,6 +51,58 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
 // CHECK: cf.func @box_z(%l: !cf.float, %u: !cf.float) -> !cf.symexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @leaky(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @delu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_convex(%a: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @clip(%a: !cf.float, %b: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @softplus(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @at0(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @z_lin(%k: !cf.float, %glo: !cf.float, %ghi: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @lk_kz(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_g(%a: !cf.float, %k: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_zk(%a: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @lk_z(%a: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @cl_kz(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_g(%a: !cf.float, %b: !cf.float, %k: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_glo(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_ghi(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_zk(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @cl_z(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @elu_kz(%a: !cf.float, %l: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_zk(%a: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @elu_z(%a: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @sp_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
 // CHECK: cf.transformer @deepz {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -63,6 +115,18 @@
 // CHECK: Neuron_add(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
+// CHECK: cf.return
+// CHECK: LeakyRelu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Abs(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Relu6(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: HardTanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @deepz
 // CHECK-NEXT: }

@@ -19,6 +19,24 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.int
 // CHECK: cf.func @stop(%n: !cf.neuron) -> !cf.bool {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @leaky(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @clip(%a: !cf.float, %b: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @softplus(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @at0(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
 // CHECK: cf.transformer @ibp {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -31,6 +49,18 @@
 // CHECK: Neuron_add(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
+// CHECK: cf.return
+// CHECK: LeakyRelu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Abs(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Relu6(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: HardTanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @ibp
 // CHECK-NEXT: }

@@ -65,12 +65,138 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @mp_avg_z(%zs: !cf.list<!cf.symexp>, %w: !cf.list<!cf.float>) -> !cf.symexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @leaky(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @delu(%a: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_convex(%a: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @clip(%a: !cf.float, %b: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @softplus(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @at0(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lo(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_hi(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @line_lower(%n: !cf.neuron, %k: !cf.float, %x0: !cf.float, %y0: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @line_upper(%n: !cf.neuron, %k: !cf.float, %x0: !cf.float, %y0: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @dsigma(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @dtanh(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @tanh_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sig_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @tanh_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @tanh_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @lk_chord(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_tan(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_lower(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @lk_upper(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cl_up_line(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @cl_up_k(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_upper(%a: !cf.float, %b: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cl_lo_line(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @cl_lo_k(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_lower(%a: !cf.float, %b: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @mid(%n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_chord(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_lower(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @elu_upper(%a: !cf.float, %n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sp_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sp_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sp_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sig_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @tanh_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @z_lin(%k: !cf.float, %glo: !cf.float, %ghi: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @lk_kz(%a: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_g(%a: !cf.float, %k: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @lk_zk(%a: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @lk_z(%a: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @cl_kz(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_g(%a: !cf.float, %b: !cf.float, %k: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_glo(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_ghi(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cl_zk(%a: !cf.float, %b: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @cl_z(%a: !cf.float, %b: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @elu_kz(%a: !cf.float, %l: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @elu_zk(%a: !cf.float, %k: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @elu_z(%a: !cf.float, %l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @sp_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
 // CHECK: cf.transformer @zid {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
 // CHECK: Relu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Maxpool(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
+// CHECK: cf.return
+// CHECK: Sigmoid(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Tanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: LeakyRelu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Abs(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Relu6(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: HardTanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @zid
 // CHECK-NEXT: }

@@ -25,7 +25,7 @@ from cfruntime import tensor as gb
 from cfruntime.default_data import default_data_path, default_network_path
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network import load_onnx, network_from_model
-from cfruntime.network.builders import conv_residual_model, make_model, mlp_model, random_mlp_weights
+from cfruntime.network.builders import conv_residual_model, layer_op_model, make_model, mlp_model, random_mlp_weights
 from cfruntime.properties import load_paper_problem, shared_dir
 from cfruntime.properties.dataset import load_eran_csv, robustness_property
 from cfruntime.soundness import check_bounds
@@ -76,6 +76,9 @@ def built_problems():
         yield act, network_from_model(mlp_model(ws, bs, act)), (12,)
     yield "conv", network_from_model(conv_net(seed=3)), (3, 8, 8)
     yield "conv_maxpool", network_from_model(conv_residual_model(seed=3, softmax=False)), (3, 8, 8)
+    for name in ("leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh", "clip", "concat_branches"):
+        net = network_from_model(layer_op_model(name))  # issue 16's activations (and a Concat of branches)
+        yield name, net, (net.input_size,)
 
 
 def conv_net(seed: int):

@@ -19,7 +19,6 @@ from cfmlir.interpreter.run import analyze, compile_source
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network import network_from_model
-from cfruntime.soundness import check_bounds
 from compiler_nets import boxes
 
 CERTIFIERS = list(BASE_CERTIFIERS) + ["deeppoly_0", "deeppoly_2"]
@@ -107,25 +106,13 @@ def _boxes(net):
 
 
 @pytest.mark.parametrize("name", CERTIFIERS)
-def test_compiled_equals_interpreter_and_is_sound(name):
-    prog = interpreted(name)
+def test_compiled_equals_interpreter_and_is_sound(name, compiled_matches_interpreter):
     for net_name in NETS:
         net = network(net_name)
         lb, ub = _boxes(net)
-        ref = [analyze(prog, net, lb[i], ub[i]) for i in range(lb.shape[0])]
-        for rep, rewrite in MODES:
-            res = run_certifier(compiled(name, rewrite), net, lb, ub, representation=rep)
-            layers = {}
-            for layer in net.layers[1:]:
-                got = [gb.to_dense(res.store.get(layer.index, m)).expand(lb.shape[0], -1) for m in ("l", "u")]
-                for m, g in zip(("l", "u"), got):
-                    want = torch.tensor([r.member(m, layer.index) for r in ref], dtype=torch.float64)
-                    torch.testing.assert_close(g, want, rtol=1e-9, atol=1e-9,
-                                               msg=lambda s: f"{name} on {net_name}, layer {layer.index} '{m}', {rep}, rewrite={rewrite}: {s}")
-                layers[layer.index] = tuple(got)
-            if (rep, rewrite) == MODES[0]:
-                violations = check_bounds(net, lb, ub, layers, n_samples=256, n_vertices=64, pgd_steps=20)
-                assert violations == [], [str(v) for v in violations[:5]]
+        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, interpreted(name),
+                                     lambda rewrite: compiled(name, rewrite), MODES,
+                                     {"n_samples": 256, "n_vertices": 64, "pgd_steps": 20})
 
 
 @pytest.mark.parametrize("net_name", ["maxpool", "maxpool_padded", "pad_maxpool"])

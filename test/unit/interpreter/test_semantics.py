@@ -60,10 +60,11 @@ def test_map_over_polyexp_and_dot():
 
 
 def test_missing_rule_is_a_one_line_error():
-    net = mlp([[[1.0]], [[1.0]]], [[0.0], [0.0]], activation="sigmoid")
-    with pytest.raises(InterpreterError) as ei:
+    base = mlp([[[1.0]], [[1.0]]], [[0.0], [0.0]])  # input, affine, relu, affine
+    net = Network(base.layers + [Layer(index=4, kind="add", shape=(1,), preds=[1, 3])], source="handbuilt.onnx")
+    with pytest.raises(InterpreterError) as ei:  # reusecert has no Neuron_add rule
         analyze(load_certifier("reusecert"), net, [0.0], [1.0])
-    assert str(ei.value) == "error: certifier 'reusecert' has no rule for 'Sigmoid' (layer 2 of handbuilt.onnx)"
+    assert str(ei.value) == "error: certifier 'reusecert' has no rule for 'Neuron_add' (layer 4 of handbuilt.onnx)"
 
 
 def test_member_read_before_computed():

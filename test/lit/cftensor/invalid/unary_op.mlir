@@ -2,7 +2,7 @@
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
-    %y = cftensor.unary "log" %x : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %y = cftensor.unary "sqrt" %x : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     cftensor.return %y : !cftensor.t<R, [batch, curr], [1, 1]>
   }
 }
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt unary_op.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}unary_op.mlir:5:5: error: 'cftensor.unary' op unknown unary operation 'log'{{$}}
+// CHECK: {{^}}unary_op.mlir:5:5: error: 'cftensor.unary' op unknown unary operation 'sqrt'{{$}}
 // CHECK-NOT: {{.}}
