@@ -62,9 +62,12 @@ def test_map_over_polyexp_and_dot():
 def test_missing_rule_is_a_one_line_error():
     base = mlp([[[1.0]], [[1.0]]], [[0.0], [0.0]])  # input, affine, relu, affine
     net = Network(base.layers + [Layer(index=4, kind="add", shape=(1,), preds=[1, 3])], source="handbuilt.onnx")
-    with pytest.raises(InterpreterError) as ei:  # reusecert has no Neuron_add rule
-        analyze(load_certifier("reusecert"), net, [0.0], [1.0])
-    assert str(ei.value) == "error: certifier 'reusecert' has no rule for 'Neuron_add' (layer 4 of handbuilt.onnx)"
+    src = ("def Shape as (Float lo, Float hi){[(curr >= curr[lo]),(curr <= curr[hi])]};\n"
+           "transformer t{ Affine -> (prev[lo].dot(curr[weight]), prev[hi].dot(curr[weight])); "
+           "Relu -> (prev[lo], prev[hi]); }\n" + FLOW)
+    with pytest.raises(InterpreterError) as ei:  # t has no Neuron_add rule (every shipped certifier has one)
+        analyze(compile_source(src, "t.cf"), net, [0.0], [1.0])
+    assert str(ei.value) == "error: certifier 't' has no rule for 'Neuron_add' (layer 4 of handbuilt.onnx)"
 
 
 def test_member_read_before_computed():
