@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
-from cfmlir.interpreter.evaluator import binary_caller
+from cfmlir.interpreter.callers import binary_caller
 
 
 def map_expr(e, fv: V.FuncVal, poly: bool, result: str):

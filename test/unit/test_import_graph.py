@@ -42,8 +42,6 @@ PACKAGE_DIRS = {
 #: The cycles allowed to remain outside ``cfruntime`` (each one a set of modules that import each
 #: other).  Remove an entry when its cycle is broken.
 EXPECTED_CYCLES = {
-    # evaluator imports traverse's map_expr/traverse; traverse imports evaluator's binary_caller
-    frozenset({"cfmlir.interpreter.evaluator", "cfmlir.interpreter.traverse"}),
     # function-level both ways: cf-run hands --instances / --timeout to instances, whose
     # ``prepare`` command reuses cf-run's loading
     frozenset({"cfmlir.tools.cf_run", "cfmlir.tools.instances"}),
