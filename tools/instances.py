@@ -506,14 +506,13 @@ def _outcomes_on_ray(args, instances: list[Instance], startup: _Startup):
         cwd = os.getcwd()
         task_args = copy.copy(args)
         task_args.ray = None
-        refs = {}
-        for inst in instances:
-            if inst.missing is None:
-                limit = _limit(args, inst)
-                refs[inst.line] = distributed.submit(instance_task, task_args, cwd, str(inst.onnx), str(inst.vnnlib), limit)
+        limits = {inst.line: _limit(args, inst) for inst in instances}
+        refs = {inst.line: distributed.submit(instance_task, task_args, cwd, str(inst.onnx), str(inst.vnnlib),
+                                              limits[inst.line])
+                for inst in instances if inst.missing is None}
         try:
             for inst in instances:
-                limit = _limit(args, inst)
+                limit = limits[inst.line]
                 if inst.missing is not None:
                     yield inst, limit, Outcome("error", 0.0, message=inst.missing)
                     continue
