@@ -1,4 +1,5 @@
 # cfmlir developer entry points.  `make demo` and `make test` set everything up on a fresh machine.
+SHELL  := /bin/bash
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -20,12 +21,14 @@ $(STAMP): pyproject.toml constraints.txt
 demo: setup
 	$(VENV)/bin/cf-run
 
-# Both suites always run; the target fails if either failed.
+# Both suites always run; the target fails if either failed.  When a suite failed, its closing lines are
+# printed again at the end (so the tail of a CI log names the failure), the lit count last.
 test: setup
-	@status=0; \
-	$(PY) -m pytest -W error -q test/unit || status=1; \
-	$(PY) test/run_lit.py || status=1; \
-	exit $$status
+	@$(PY) -m pytest -W error -q test/unit 2>&1 | tee .unit.log; unit=$${PIPESTATUS[0]}; \
+	$(PY) test/run_lit.py 2>&1 | tee .lit.log; lit=$${PIPESTATUS[0]}; \
+	if [ $$unit -ne 0 ]; then echo "--- pytest exited with status $$unit; its last lines:"; tail -n 30 .unit.log; fi; \
+	if [ $$lit -ne 0 ] || [ $$unit -ne 0 ]; then tail -n 1 .lit.log; fi; \
+	[ $$unit -eq 0 ] && [ $$lit -eq 0 ]
 
 test-unit: setup
 	$(PY) -m pytest -W error -q test/unit

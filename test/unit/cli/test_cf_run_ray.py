@@ -1,12 +1,14 @@
 """``cf-run --ray`` (cfmlir.distributed): on a local Ray cluster of 2 workers, dataset mode gives the
 single-process run's certified flags, margins and layer bounds, and ``--instances`` its verdicts; without
-Ray, ``--ray`` is one error line.  One local cluster for the module (skipped only when Ray is not
-installed; CI installs the extra ``cfmlir[ray]``)."""
+Ray, ``--ray`` is one error line.  The Ray runs happen in a child process per test (one local cluster
+each), so that nothing Ray does to its driver process (a crash, signal handlers, threads) can reach the
+test session (skipped only when Ray is not installed; CI installs the extra ``cfmlir[ray]``)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,21 +24,35 @@ REPO = Path(__file__).resolve().parents[3]
 N_IMAGES = 100
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    """A local Ray cluster of 2 CPUs (as ``cf-run --ray`` starts one), shut down after the module."""
-    ray = pytest.importorskip("ray")
-    from cfmlir import distributed
+#: the child: a local Ray cluster of 2 CPUs (as ``cf-run --ray`` starts one), then ``cf-run`` on each
+#: argument list of argv[1] (JSON) in it; prints the exit statuses as JSON on its last line
+_RAY_CHILD = """
+import json, sys
+import ray
+from cfmlir import distributed
+from cfmlir.tools.cf_run import main
+assert distributed.connect("local") is True
+assert ray.cluster_resources().get("CPU") == 2, ray.cluster_resources()
+rcs = [main(args) for args in json.loads(sys.argv[1])]
+ray.shutdown()
+print(json.dumps(rcs))
+"""
 
-    mp = pytest.MonkeyPatch()
-    mp.setenv("CFMLIR_RAY_CPUS", "2")
-    try:
-        assert distributed.connect("local") is True
-    finally:
-        mp.undo()
-    assert ray.cluster_resources().get("CPU") == 2
-    yield ray
-    ray.shutdown()
+
+@pytest.fixture
+def on_ray():
+    """``on_ray(runs)``: the exit statuses of ``cf-run ARGS --ray`` for each ``ARGS`` of ``runs``, run on a local
+    Ray cluster of 2 CPUs in a child process."""
+    pytest.importorskip("ray")
+
+    def run(runs: list[list]) -> list[int]:
+        argv = json.dumps([[*map(str, args), "--ray"] for args in runs])
+        p = subprocess.run([sys.executable, "-c", _RAY_CHILD, argv], capture_output=True, text=True, cwd=REPO,
+                           timeout=900, env={**os.environ, "CFMLIR_RAY_CPUS": "2"})
+        assert p.returncode == 0, f"the Ray child failed (status {p.returncode}):\n{p.stderr[-3000:]}"
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +70,14 @@ def images(tmp_path_factory):
     return p
 
 
+def _args(tmp_path, name, *args) -> list[str]:
+    return ["--quiet", "--json", str(tmp_path / f"{name}.json"), *map(str, args)]
+
+
 def _json(tmp_path, name, *args) -> tuple[int, dict]:
-    out = tmp_path / f"{name}.json"
-    rc = cf_run_main(["--quiet", "--json", str(out), *map(str, args)])
-    return rc, json.loads(out.read_text())
+    """``cf-run ARGS`` here: its status and JSON."""
+    rc = cf_run_main(_args(tmp_path, name, *args))
+    return rc, json.loads((tmp_path / f"{name}.json").read_text())
 
 
 def _same_analysis(here: dict, there: dict, tol: float = 1e-6) -> None:
@@ -75,40 +95,45 @@ def _same_analysis(here: dict, there: dict, tol: float = 1e-6) -> None:
                 assert np.max(np.abs(np.array(lb[side]) - np.array(there["layer_bounds"][k][side]))) <= tol
 
 
-def test_dataset_on_ray_equals_one_process(ray_cluster, images, tmp_path):
+def test_dataset_on_ray_equals_one_process(on_ray, images, tmp_path):
     common = ["--net", default_network_path(), "--data", images, "--eps", 0.01, "--batch-size", 10, "--layer-bounds"]
     rc, here = _json(tmp_path, "here", *common)
     assert rc == 0
-    rc, there = _json(tmp_path, "there", *common, "--ray")
-    assert rc == 0
+    assert on_ray([_args(tmp_path, "there", *common)]) == [0]
+    there = json.loads((tmp_path / "there.json").read_text())
     assert here["n"] == N_IMAGES
     assert 0 < sum(here["certified"]) < N_IMAGES  # both verdicts occur: the flags are a real comparison
     _same_analysis(here, there)
 
 
-def test_dataset_on_ray_interpreter_and_check(ray_cluster, tmp_path):
+def test_dataset_on_ray_interpreter_and_check(on_ray, tmp_path):
     """The interpreter (its program built on the workers from the source text) and --check (run here on
     the layer bounds the tasks send back) give the single-process results."""
     common = ["--data", default_data_path(), "--net", default_network_path(), "--eps", 0.005, "--n", 4,
               "--batch-size", 2]
-    for extra in (["--engine", "interpreter"], ["--check"]):
-        rc, here = _json(tmp_path, "here", *common, *extra)
+    extras = (["--engine", "interpreter"], ["--check"])
+    assert on_ray([_args(tmp_path, f"there{i}", *common, *extra) for i, extra in enumerate(extras)]) == [0, 0]
+    for i, extra in enumerate(extras):
+        rc, here = _json(tmp_path, f"here{i}", *common, *extra)
         assert rc == 0
-        rc, there = _json(tmp_path, "there", *common, *extra, "--ray")
-        assert rc == 0
+        there = json.loads((tmp_path / f"there{i}.json").read_text())
         _same_analysis(here, there, tol=1e-9)
         if "--check" in extra:
             assert there["unsound"] is False and there["check"]["batches"] == here["check"]["batches"] == 2
 
 
-def test_instances_on_ray_give_the_same_verdicts(ray_cluster, bench, tmp_path):  # noqa: F811 - the fixture
+def test_instances_on_ray_give_the_same_verdicts(on_ray, bench, tmp_path):  # noqa: F811 - the fixture
     csv_path = bench["dir"] / "instances.csv"
     verdicts, status = {}, {}
-    for mode, extra in (("here", []), ("there", ["--ray"])):
-        out = tmp_path / f"{mode}.csv"
-        status[mode] = cf_run_main(["--quiet", "--certifier", "deeppoly", "--instances", str(csv_path), "--results",
-                                    str(out), *extra])
-        verdicts[mode] = [r[:3] for r in csv.reader(out.read_text().splitlines())]
+
+    def args(mode):
+        return ["--quiet", "--certifier", "deeppoly", "--instances", str(csv_path), "--results",
+                str(tmp_path / f"{mode}.csv")]
+
+    status["here"] = cf_run_main(args("here"))
+    [status["there"]] = on_ray([args("there")])
+    for mode in ("here", "there"):
+        verdicts[mode] = [r[:3] for r in csv.reader((tmp_path / f"{mode}.csv").read_text().splitlines())]
     assert verdicts["there"] == verdicts["here"]
     assert status["there"] == status["here"] == 1  # at least the missing file is an error; the run went on
     # the folder has every kind of verdict: the comparison means something
