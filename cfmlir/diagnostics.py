@@ -7,13 +7,16 @@ complete one-line message in the conventional compiler format::
 
 (``file: error: ...`` when the problem has no position, ``error: ...`` when it has no file.)
 
-Tools catch :class:`CfError`, print ``str(err)`` to stderr and exit with status 1; they never show a
-Python traceback for bad input.
+A :class:`CfError` is a :class:`cfruntime.errors.UserError`, the root of every user-facing error:
+tools catch that root, print its ``diagnostic`` (here ``str(err)``) to stderr and exit with status 1;
+they never show a Python traceback for bad input.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from cfruntime.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,20 @@ class Loc:
 UNKNOWN_LOC = Loc("<unknown>", 0, 0)
 
 
-class CfError(Exception):
+def loc_of(op, fallback: Loc = UNKNOWN_LOC) -> Loc:
+    """The source position of an xDSL op: its own ``FileLineColLoc``, else that of its nearest
+    enclosing op that has one (a rule, a function), else ``fallback``."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    while op is not None:
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return Loc(loc.filename.data, loc.line.data, loc.column.data)
+        op = op.parent_op()
+    return fallback
+
+
+class CfError(UserError):
     """A user-facing error with a source location; ``str()`` is the one-line diagnostic."""
 
     def __init__(self, loc: Loc, message: str):
@@ -39,6 +55,10 @@ class CfError(Exception):
         self.loc = loc
         self.message = " ".join(message.split())
         super().__init__(str(self))
+
+    @property
+    def diagnostic(self) -> str:
+        return str(self)
 
     def __str__(self) -> str:
         if not self.loc.file:

@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from cfruntime.errors import CfRuntimeError
+from cfruntime.errors import CfRuntimeError, UserError
 
 #: what a user reads when Ray is not installed
 RAY_MISSING = "--ray needs Ray, which is not installed: pip install 'cfmlir[ray]'"
@@ -43,12 +43,12 @@ class RemoteFailure(CfRuntimeError):
     it, :func:`result` raises it in the driver."""
 
     def __init__(self, line: str):
-        self.line = " ".join(str(line).split())
-        super().__init__(self.line)
+        self.text = " ".join(str(line).split())  # not ``line``: CfRuntimeError's line number
+        super().__init__(self.text)
 
     @property
     def message(self) -> str:
-        return self.line
+        return self.text
 
 
 def _ray():
@@ -199,13 +199,8 @@ def cancel(refs) -> None:
 def failure_line(exc: BaseException) -> RemoteFailure:
     """A task's exception as a :class:`RemoteFailure` (a user error keeps its message; anything else is
     an internal error, named as such)."""
-    from cfmlir.diagnostics import CfError
-    from cfruntime.flow.engine import EngineError
-
-    if isinstance(exc, (CfRuntimeError, CfError)):
-        return RemoteFailure(str(exc))
-    if isinstance(exc, EngineError):
-        return RemoteFailure("error: " + str(exc))
+    if isinstance(exc, UserError):
+        return RemoteFailure(exc.diagnostic)
     if isinstance(exc, MemoryError):
         return RemoteFailure(f"error: out of memory on a Ray worker ({exc or 'allocation failed'})")
     return RemoteFailure(f"error: internal error on a Ray worker ({type(exc).__name__}): {exc}")

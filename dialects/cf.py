@@ -34,10 +34,11 @@ Expression ops share one assembly format, ``cf.<op> [keyword] %a, %b : (T1, T2) 
 are in :mod:`cfmlir.dialects.cf_types`.
 
 Verification re-checks everything the type checker guarantees, with the type checker's own rules:
-an expression op is re-typed by running :class:`cfmlir.typing.checker.Checker` on a one-node
-expression whose operands are variables of the operands' types (:func:`_retype`), and its result
-type must be exactly the type the checker computes.  Structure ops check their regions' argument
-and terminator types, symbols and the shape member count.
+an expression op applies the typing rule of its form (:mod:`cfmlir.dialects.cf_typing_rules`, which
+the frontend's type checker calls too) to its operands' types (:func:`_typed`), and its result type
+must be exactly the type the rule gives.  Structure ops check their regions' argument and terminator
+types, symbols and the shape member count.  The dialect imports nothing from the frontend (its
+parser and type checker): the frontend depends on the dialect, never the reverse.
 
 Names: xDSL drops a ``_<digits>`` suffix from SSA name hints, so the rule bindings ``prev_0`` and
 ``prev_1`` print as ``%prev0`` and ``%prev1``.
@@ -64,7 +65,6 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
-    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -77,13 +77,10 @@ from xdsl.printer import Printer
 from xdsl.traits import IsolatedFromAbove, IsTerminator, Pure, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
-from cfmlir.diagnostics import CfError, Loc
+from cfmlir.dialects import cf_type_lattice as sem
 from cfmlir.dialects import cf_types as T
+from cfmlir.dialects import cf_typing_rules as rules
 from cfmlir.dialects.cf_types import to_cf, to_semantic, type_str
-from cfmlir.syntax import ast
-from cfmlir.typing import types as sem
-
-_IR_LOC = Loc("<cf-ir>", 0, 0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -129,31 +126,26 @@ def _sem(t: Attribute, what: str) -> sem.Type:
         raise VerifyException(f"{what} has type {t}, which is not a cf type") from None
 
 
-def _members(op: Operation) -> tuple[dict[str, sem.Type], list[str]]:
+def _members(op: Operation) -> dict[str, sem.Type]:
+    """The shape members of ``op``'s module and their semantic types (none without a shape)."""
     shape = shape_of(op)
     if shape is None:
-        return {}, []
-    names = shape.member_names()
-    return {n: _sem(t, f"shape member '{n}'") for n, t in zip(names, shape.member_types.data)}, names
+        return {}
+    return {n: _sem(t, f"shape member '{n}'") for n, t in shape.members()}
 
 
-def _retype(op: Operation, make: Callable[[list[ast.Expr]], ast.Expr], extra_env: dict[str, sem.Type] | None = None) -> sem.Type:
-    """Type-check the expression ``make(vars)`` with the type checker, ``vars[i]`` standing for
-    operand ``i`` of ``op``; raise :class:`VerifyException` with the checker's message on error."""
-    from cfmlir.typing.checker import Checker
+def _operand_types(op: Operation) -> list[sem.Type]:
+    """The semantic types of ``op``'s operands (a :class:`VerifyException` for a non-``cf`` type)."""
+    return [_sem(v.type, f"operand {i}") for i, v in enumerate(op.operands)]
 
-    env: dict[str, sem.Type] = {}
-    args: list[ast.Expr] = []
-    for i, v in enumerate(op.operands):
-        name = f"%operand{i}"
-        env[name] = _sem(v.type, f"operand {i}")
-        args.append(ast.Var(name=name, loc=_IR_LOC))
-    env.update(extra_env or {})
-    checker = Checker(ast.Program("<cf-ir>", []))
-    checker.members, checker.member_order = _members(op)
+
+def _typed(rule: Callable[..., sem.Type], *args) -> sem.Type:
+    """``rule(*args)``, a typing rule of :mod:`cfmlir.dialects.cf_typing_rules`; its
+    :class:`~cfmlir.dialects.cf_typing_rules.TypingError` becomes a :class:`VerifyException` with the
+    same message (the one the type checker reports for the same expression)."""
     try:
-        return checker.expr(make(args), env)
-    except CfError as err:
+        return rule(*args)
+    except rules.TypingError as err:
         raise VerifyException(err.message) from None
 
 
@@ -416,7 +408,8 @@ class BinaryOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (2,))
-        return _retype(self, lambda a: ast.Binary(op=self.SYMBOL, lhs=a[0], rhs=a[1], loc=_IR_LOC))
+        a, b = _operand_types(self)
+        return _typed(rules.binary, self.SYMBOL, a, b)
 
 
 @irdl_op_definition
@@ -611,7 +604,7 @@ class NegOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (1,))
-        return _retype(self, lambda a: ast.Unary(op="-", operand=a[0], loc=_IR_LOC))
+        return _typed(rules.unary, "-", *_operand_types(self))
 
 
 @irdl_op_definition
@@ -632,7 +625,7 @@ class NotOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (1,))
-        return _retype(self, lambda a: ast.Unary(op="!", operand=a[0], loc=_IR_LOC))
+        return _typed(rules.unary, "!", *_operand_types(self))
 
 
 @irdl_op_definition
@@ -652,7 +645,7 @@ class SelectOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (3,))
-        return _retype(self, lambda a: ast.Ternary(cond=a[0], then=a[1], otherwise=a[2], loc=_IR_LOC))
+        return _typed(rules.select, _operand_types(self))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -746,11 +739,7 @@ class CallOp(ExprOp):
     def expected_type(self) -> sem.Type:
         name = self.callee.root_reference.data
         ft = _sem(_callee_type(self, name), f"@{name}")
-        return _retype(
-            self,
-            lambda a: ast.Call(callee=ast.Var(name="@" + name, loc=_IR_LOC), args=a, loc=_IR_LOC),
-            {"@" + name: ft},
-        )
+        return _typed(rules.call, ft, _operand_types(self))
 
 
 @irdl_op_definition
@@ -770,7 +759,8 @@ class ApplyOp(ExprOp):
     def expected_type(self) -> sem.Type:
         if not self.operands:
             raise VerifyException("'cf.apply' needs the function value as its first operand")
-        return _retype(self, lambda a: ast.Call(callee=a[0], args=a[1:], loc=_IR_LOC))
+        types = _operand_types(self)
+        return _typed(rules.call, types[0], types[1:])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -787,8 +777,8 @@ class BuiltinOp(ExprOp):
         super().__init__(args, result_type)
 
     def expected_type(self) -> sem.Type:
-        _ensure_arity(self, ast.BUILTIN_ARITIES[self.BUILTIN])
-        return _retype(self, lambda a: ast.Builtin(name=self.BUILTIN, args=a, loc=_IR_LOC))
+        _ensure_arity(self, rules.BUILTIN_ARITIES[self.BUILTIN])
+        return _typed(rules.builtin, self.BUILTIN, _operand_types(self))
 
 
 @irdl_op_definition
@@ -1024,7 +1014,7 @@ class LpOp(ExprOp):
         if self.sense.data not in ("minimize", "maximize"):
             raise VerifyException(f"cf.lp sense must be 'minimize' or 'maximize', got '{self.sense.data}'")
         _ensure_arity(self, (2,))
-        return _retype(self, lambda a: ast.Lp(sense=self.sense.data, objective=a[0], constraints=a[1], loc=_IR_LOC))
+        return _typed(rules.lp, _operand_types(self))
 
 
 @irdl_op_definition
@@ -1080,7 +1070,9 @@ class AccessOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (1,))
-        return _retype(self, lambda a: ast.Access(base=a[0], member=self.member.data, member_loc=_IR_LOC, loc=_IR_LOC))
+        (base,) = _operand_types(self)
+        mt = _typed(rules.member_type, self.member.data, _members(self))
+        return _typed(rules.access, base, self.member.data, mt)
 
 
 @irdl_op_definition
@@ -1100,7 +1092,8 @@ class MapOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (2,))
-        return _retype(self, lambda a: ast.Map(base=a[0], func=a[1], loc=_IR_LOC))
+        base, func = _operand_types(self)
+        return _typed(rules.map_, base, func)
 
 
 @irdl_op_definition
@@ -1120,7 +1113,8 @@ class DotOp(ExprOp):
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (2,))
-        return _retype(self, lambda a: ast.Dot(base=a[0], arg=a[1], loc=_IR_LOC))
+        base, weights = _operand_types(self)
+        return _typed(rules.dot, base, weights)
 
 
 @irdl_op_definition
@@ -1174,14 +1168,7 @@ class TraverseOp(ExprOp):
         if len(y.operands) != 1:
             raise VerifyException("the invariant region of 'cf.traverse' must yield exactly one value")
         inv = _sem(y.operands[0].type, "the traverse invariant")
-        return _retype(
-            self,
-            lambda a: ast.Traverse(
-                base=a[0], direction=self.direction.data, priority=a[1], stop=a[2], replace=a[3],
-                invariant=ast.Var(name="%invariant", loc=_IR_LOC), loc=_IR_LOC,
-            ),
-            {"%invariant": inv},
-        )
+        return _typed(rules.traverse, [*_operand_types(self), inv])
 
 
 @irdl_op_definition
@@ -1200,7 +1187,7 @@ class TupleOp(ExprOp):
         super().__init__(elems, result_type or T.TupleType([e.type for e in elems]))
 
     def expected_type(self) -> sem.Type:
-        return _retype(self, lambda a: ast.TupleExpr(elems=a, loc=_IR_LOC))
+        return _typed(rules.tuple_, _operand_types(self))
 
 
 @irdl_op_definition
@@ -1219,7 +1206,7 @@ class ListOp(ExprOp):
         super().__init__(elems, result_type)
 
     def expected_type(self) -> sem.Type:
-        return _retype(self, lambda a: ast.ListLit(elems=a, loc=_IR_LOC))
+        return _typed(rules.list_literal, _operand_types(self))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1430,14 +1417,12 @@ class ShapeOp(IRDLOperation):
             raise VerifyException("'cf.shape' needs one type per member name")
         if not names:
             raise VerifyException("'cf.shape' needs at least one member")
-        from cfmlir.typing.checker import METADATA_TYPES
-
         seen: set[str] = set()
         for n, t in self.members():
             if n in seen:
                 raise VerifyException(f"shape member '{n}' is declared twice")
             seen.add(n)
-            if n in METADATA_TYPES or n in ast.METADATA_ALIASES:
+            if rules.is_metadata_name(n):
                 raise VerifyException(f"shape member '{n}' clashes with the metadata name '{n}'")
             if isinstance(t, (T.FuncType, T.TupleType)) or not isinstance(t, T.CF_TYPES):
                 raise VerifyException(f"shape member '{n}' has type {t}; members have ConstraintFlow data types")
@@ -1594,21 +1579,19 @@ class TransformerOp(IRDLOperation):
         return op
 
     def verify_(self) -> None:
-        from cfmlir.typing.checker import operator_bindings
-
         names = self.rule_names()
         if len(names) != len(self.bodies):
             raise VerifyException("'cf.transformer' needs one rule name per region")
         seen: set[str] = set()
         for rule, region in self.rule_regions():
-            if rule not in ast.OPERATORS:
+            if rule not in rules.OPERATORS:
                 raise VerifyException(f"unknown operator '{rule}' in transformer @{self.sym_name.data}")
             if rule in seen:
                 raise VerifyException(f"transformer @{self.sym_name.data} has two rules for '{rule}'")
             seen.add(rule)
-            want = [to_cf(t) for t in operator_bindings(rule).values()]
+            want = [to_cf(t) for t in rules.operator_bindings(rule).values()]
             if list(region.block.arg_types) != want:
-                shown = ", ".join(f"%{binding_hint(n)}: {to_cf(t)}" for n, t in operator_bindings(rule).items())
+                shown = ", ".join(f"%{binding_hint(n)}: {to_cf(t)}" for n, t in rules.operator_bindings(rule).items())
                 raise VerifyException(f"rule '{rule}' must take the arguments ({shown})")
             _terminator(region, ReturnOp, f"{self.name} rule {rule}")
 

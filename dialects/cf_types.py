@@ -3,22 +3,23 @@
 =====================  ==============================================  ============================
 ConstraintFlow         ``cf`` type                                     semantic type
 =====================  ==============================================  ============================
-``Int``                ``!cf.int``                                     ``types.INT``
-``Float`` (``Real``)   ``!cf.float``                                   ``types.FLOAT``
-``Bool``               ``!cf.bool``                                    ``types.BOOL``
-``Neuron``             ``!cf.neuron``                                  ``types.NEURON``
-``Noise`` (``Sym``)    ``!cf.noise``                                   ``types.NOISE``
-``PolyExp``            ``!cf.polyexp``                                 ``types.POLYEXP``
-``SymExp``             ``!cf.symexp``                                  ``types.SYMEXP``
-``Ct``                 ``!cf.ct``                                      ``types.CT``
+``Int``                ``!cf.int``                                     ``INT``
+``Float`` (``Real``)   ``!cf.float``                                   ``FLOAT``
+``Bool``               ``!cf.bool``                                    ``BOOL``
+``Neuron``             ``!cf.neuron``                                  ``NEURON``
+``Noise`` (``Sym``)    ``!cf.noise``                                   ``NOISE``
+``PolyExp``            ``!cf.polyexp``                                 ``POLYEXP``
+``SymExp``             ``!cf.symexp``                                  ``SYMEXP``
+``Ct``                 ``!cf.ct``                                      ``CT``
 ``T List``             ``!cf.list<T>``                                 ``ListType(T)``
 function values        ``!cf.func<(T1, ..., Tn) -> R>``                ``FuncType((T1..Tn), R)``
 rule results           ``!cf.tuple<T1, ..., Tn>``                      ``TupleType((T1..Tn))``
 =====================  ==============================================  ============================
 
 Subtyping and least upper bounds are *not* re-implemented here: :func:`cf_is_subtype` and
-:func:`cf_lub` convert to :mod:`cfmlir.typing.types` (with :func:`to_semantic`) and use its
-``is_subtype``/``lub``; :func:`to_cf` converts back.
+:func:`cf_lub` convert to the semantic type lattice :mod:`cfmlir.dialects.cf_type_lattice` (with
+:func:`to_semantic`) and use its ``is_subtype``/``lub``; :func:`to_cf` converts back.  The typing
+rules over that lattice are in :mod:`cfmlir.dialects.cf_typing_rules`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 
-from cfmlir.typing import types as sem
+from cfmlir.dialects import cf_type_lattice as sem
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ def _check_cf_type(t: Attribute, what: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# Conversion to and from the semantic types of the type checker
+# Conversion to and from the semantic type lattice
 # ----------------------------------------------------------------------------------------------
 
 

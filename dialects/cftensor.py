@@ -15,9 +15,10 @@ constant parts of PolyExps and SymExps, promotions, the map components, ``access
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, FloatAttr, IntAttr, StringAttr, f64
+from xdsl.dialects.builtin import ArrayAttr, BoolAttr, FloatAttr, IntAttr, IntegerAttr, StringAttr, f64
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SSAValue, TypeAttribute
 from xdsl.irdl import (
     IRDLOperation,
@@ -25,7 +26,6 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
-    param_def,
     prop_def,
     region_def,
     result_def,
@@ -39,12 +39,102 @@ from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from cfmlir.dialects.cftensor_metadata import (
-    TYPE_LETTERS, Element, Metadata, Size, is_uniform, parse_metadata,
+    TYPE_LETTERS, Element, Metadata, Size, is_scalar_const, is_uniform, parse_element_from, parse_metadata,
+    parse_metadata_from, parse_size_from,
 )
 
 # ----------------------------------------------------------------------------------------------
 # The type
 # ----------------------------------------------------------------------------------------------
+
+
+def _cached(attr: Attribute, key: str, build):
+    """``build()``, computed once per attribute: attributes are immutable, so the plain-Python view
+    of their parameters is kept beside them (outside the dataclass fields: not compared or hashed)."""
+    value = attr.__dict__.get(key)
+    if value is None:
+        value = build()
+        object.__setattr__(attr, key, value)
+    return value
+
+
+@irdl_attr_definition
+class SizeAttr(ParametrizedAttribute):
+    """A symbolic size (:class:`~cfmlir.dialects.cftensor_metadata.Size`): a positive coefficient
+    times a product of size symbols, ``#cftensor.size<2*curr>``.  It appears inside
+    ``!cftensor.t<...>``, written without its name."""
+
+    name = "cftensor.size"
+    coeff: IntAttr
+    symbols: ArrayAttr[StringAttr]
+
+    def __init__(self, size: Size):
+        super().__init__(IntAttr(size.coeff), ArrayAttr([StringAttr(s) for s in size.symbols]))
+
+    @property
+    def size(self) -> Size:
+        return _cached(self, "_size", lambda: Size(self.coeff.data, tuple(s.data for s in self.symbols.data)))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.size}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return list(_size_attr(parse_size_from(parser)).parameters)
+
+    def verify(self) -> None:
+        if self.coeff.data < 1:
+            raise VerifyException(f"sizes are positive, got {self.coeff.data}")
+
+
+@irdl_attr_definition
+class ElementAttr(ParametrizedAttribute):
+    """One metadata stack element (:class:`~cfmlir.dialects.cftensor_metadata.Element`): its type
+    letter, whether it is a compile-time constant, and its intrinsic shape and broadcast factor as
+    :class:`SizeAttr` lists, ``#cftensor.element<const R, [1], [1]>``.  It appears inside
+    ``!cftensor.t<...>``, written without its name."""
+
+    name = "cftensor.element"
+    letter: StringAttr
+    is_const: BoolAttr
+    shape: ArrayAttr[SizeAttr]
+    broadcast: ArrayAttr[SizeAttr]
+
+    def __init__(self, element: Element):
+        super().__init__(StringAttr(element.type), IntegerAttr.from_bool(element.is_const),
+                         ArrayAttr([_size_attr(s) for s in element.shape]),
+                         ArrayAttr([_size_attr(b) for b in element.broadcast]))
+
+    @property
+    def element(self) -> Element:
+        return _cached(self, "_element", lambda: Element(
+            self.letter.data, tuple(s.size for s in self.shape.data), tuple(b.size for b in self.broadcast.data),
+            bool(self.is_const.value.data)))
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.element}>")
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            return list(_element_attr(parse_element_from(parser)).parameters)
+
+    def verify(self) -> None:
+        if self.letter.data not in TYPE_LETTERS:
+            raise VerifyException(f"unknown type letter '{self.letter.data}', expected one of {''.join(TYPE_LETTERS)}")
+        if len(self.shape.data) != len(self.broadcast.data):
+            raise VerifyException("shape and broadcast factor must have the same rank")
+
+
+@lru_cache(maxsize=4096)
+def _size_attr(size: Size) -> SizeAttr:
+    return SizeAttr(size)
+
+
+@lru_cache(maxsize=4096)
+def _element_attr(element: Element) -> ElementAttr:
+    return ElementAttr(element)
 
 
 @irdl_attr_definition
@@ -55,68 +145,37 @@ class TensorType(ParametrizedAttribute, TypeAttribute):
 
         !cftensor.t<const R, [1], [1]>
         !cftensor.t<R, [poly], [1] :: R, [curr], [1]>       // physically a [curr, poly] tensor
+
+    The stack is held structurally, one :class:`ElementAttr` per element (top first), and
+    :attr:`metadata` is the :class:`~cfmlir.dialects.cftensor_metadata.Metadata` they describe (built
+    once per type).  The text form is printed by ``str(Metadata)`` and parsed by
+    :func:`~cfmlir.dialects.cftensor_metadata.parse_metadata_from`.
     """
 
     name = "cftensor.t"
-    text: StringAttr = param_def(StringAttr)
+    elements: ArrayAttr[ElementAttr]
 
     def __init__(self, metadata: Metadata | str):
-        text = str(metadata if isinstance(metadata, Metadata) else parse_metadata(metadata))
-        super().__init__(StringAttr(text))
+        if not isinstance(metadata, Metadata):
+            metadata = parse_metadata(metadata)
+        super().__init__(ArrayAttr([_element_attr(e) for e in metadata.elements]))
 
     @property
     def metadata(self) -> Metadata:
-        return parse_metadata(self.text.data)
+        return _cached(self, "_metadata", lambda: Metadata(tuple(e.element for e in self.elements.data)))
 
     def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.text.data}>")
+        printer.print_string(f"<{self.metadata}>")
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
         with parser.in_angle_brackets():
-            elements = [_parse_element(parser)]
-            while parser.parse_optional_punctuation(":") is not None:
-                parser.parse_punctuation(":")
-                elements.append(_parse_element(parser))
-        return [StringAttr(str(Metadata(tuple(elements))))]
+            metadata = parse_metadata_from(parser)
+        return [ArrayAttr([_element_attr(e) for e in metadata.elements])]
 
     def verify(self) -> None:
-        try:
-            parse_metadata(self.text.data)
-        except ValueError as exc:
-            raise VerifyException(f"malformed metadata: {exc}") from None
-
-
-def _parse_size(parser: AttrParser) -> Size:
-    size = Size.one()
-    while True:
-        n = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
-        if n is not None:
-            if n < 1:
-                parser.raise_error("sizes are positive integers or symbols")
-            size = size * Size(n)
-        else:
-            size = size * Size.of(parser.parse_identifier(" (a size symbol)"))
-        if parser.parse_optional_punctuation("*") is None:
-            return size
-
-
-def _parse_dims(parser: AttrParser) -> tuple[Size, ...]:
-    return tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: _parse_size(parser)))
-
-
-def _parse_element(parser: AttrParser) -> Element:
-    is_const = parser.parse_optional_keyword("const") is not None
-    letter = parser.parse_identifier(" (a type letter)")
-    if letter not in TYPE_LETTERS:
-        parser.raise_error(f"unknown type letter '{letter}', expected one of {''.join(TYPE_LETTERS)}")
-    parser.parse_punctuation(",")
-    shape = _parse_dims(parser)
-    parser.parse_punctuation(",")
-    bcast = _parse_dims(parser)
-    if len(shape) != len(bcast):
-        parser.raise_error("shape and broadcast factor must have the same rank")
-    return Element(letter, shape, bcast, is_const)
+        if not self.elements.data:
+            raise VerifyException("a metadata stack has at least one element")
 
 
 def meta(v: SSAValue) -> Metadata:
@@ -190,11 +249,12 @@ class SymOp(IRDLOperation):
 
 BINARY_OPS = ("add", "sub", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
 UNARY_OPS = ("neg", "not", "sigmoid", "tanh", "exp", "log", "abs")
-
-
-def is_scalar_const(m: Metadata) -> bool:
-    """A compile-time scalar: it broadcasts against anything and is never materialised."""
-    return m.height == 1 and m.top.is_const and all(s.is_one for s in m.top.shape)
+#: the binary and unary operations whose result is a truth value (type letter B)
+BOOL_RESULT_OPS = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not")
+#: the unary operations whose result is a Float (R) whatever the operand
+FLOAT_RESULT_OPS = ("sigmoid", "tanh", "exp", "log")
+#: the reductions of ``cftensor.reduce`` (``kind``)
+REDUCE_KINDS = ("sum", "min", "max")
 
 
 def _verify_same_shape(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
@@ -203,7 +263,25 @@ def _verify_same_shape(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
         return
     rshape = (meta(op.results[0]).shape, meta(op.results[0]).broadcast)
     if len(shapes) != 1 or rshape not in shapes:
-        raise VerifyException(f"'{op.name}' needs operands and result of one intrinsic shape (align them first)")
+        raise VerifyException("needs operands and result of one intrinsic shape (align them first)")
+
+
+def _verify_result_letter(op: IRDLOperation, kind: str, operands: Sequence[SSAValue]) -> None:
+    """The type letter of an element-wise op's result, as far as the operation and its operands
+    determine it: comparisons, connectives and ``not`` give B, sigmoid/tanh/exp/log give R, and the
+    arithmetic ones (add, sub, div, min, max, neg, abs) give a number, I or R (R where an operand is
+    R; integers may also give R, as where an Int meets a Float literal)."""
+    got = meta(op.results[0]).top.type
+    if kind in BOOL_RESULT_OPS:
+        if got != "B":
+            raise VerifyException(f"'{kind}' gives a truth value (type letter B), not {got}")
+    elif kind in FLOAT_RESULT_OPS:
+        if got != "R":
+            raise VerifyException(f"'{kind}' gives a Float (type letter R), not {got}")
+    elif got not in ("I", "R"):
+        raise VerifyException(f"'{kind}' gives a number (type letter I or R), not {got}")
+    elif got != "R" and any(meta(v).top.type == "R" for v in operands):
+        raise VerifyException(f"'{kind}' of a Float (type letter R) gives R, not {got}")
 
 
 @irdl_op_definition
@@ -229,6 +307,7 @@ class BinaryOp(IRDLOperation):
         if self.op.data not in BINARY_OPS:
             raise VerifyException(f"unknown binary operation '{self.op.data}'")
         _verify_same_shape(self, [self.lhs, self.rhs])
+        _verify_result_letter(self, self.op.data, [self.lhs, self.rhs])
 
 
 @irdl_op_definition
@@ -272,6 +351,7 @@ class UnaryOp(IRDLOperation):
     def verify_(self) -> None:
         if self.op.data not in UNARY_OPS:
             raise VerifyException(f"unknown unary operation '{self.op.data}'")
+        _verify_result_letter(self, self.op.data, [self.input])
 
 
 @irdl_op_definition
@@ -321,23 +401,29 @@ class ClampOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.min is None and self.max is None:
-            raise VerifyException("'cftensor.clamp' needs a min or a max bound")
+            raise VerifyException("needs a min or a max bound")
 
 
 class _DimSyntax:
-    """Custom syntax shared by the ops with a dimension index: ``%x[dim]`` (and ``size "s"``)::
+    """Custom syntax shared by the ops with a dimension index: ``%x[dim]``, followed by
+    ``<keyword> "value"`` for the string property named by ``PROP_KEYWORD`` (``kind`` of the
+    reductions, ``size`` of repeat) where the op has one::
 
-        cftensor.reduce %p[1] : (!cftensor.t<...>) -> !cftensor.t<...>
+        cftensor.reduce %p[1] kind "sum" : (!cftensor.t<...>) -> !cftensor.t<...>
         cftensor.inner %a, %b[1] : (!cftensor.t<...>, !cftensor.t<...>) -> !cftensor.t<...>
     """
+
+    #: the string property printed after the dimension, by its name
+    PROP_KEYWORD: ClassVar[str | None] = None
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list(self.operands, printer.print_ssa_value)
         printer.print_string(f"[{self.dim.data}]")
-        if "size" in self.properties:
-            printer.print_string(" size ")
-            printer.print_attribute(self.properties["size"])
+        kw = self.PROP_KEYWORD
+        if kw is not None and kw in self.properties:
+            printer.print_string(f" {kw} ")
+            printer.print_attribute(self.properties[kw])
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_operation_type(self)
@@ -351,8 +437,10 @@ class _DimSyntax:
         dim = parser.parse_integer(allow_boolean=False, allow_negative=False)
         parser.parse_punctuation("]")
         props: dict[str, Attribute] = {"dim": IntAttr(dim)}
-        if parser.parse_optional_keyword("size") is not None:
-            props["size"] = StringAttr(parser.parse_str_literal())
+        kw = cls.PROP_KEYWORD
+        if kw is not None:
+            parser.parse_keyword(kw)
+            props[kw] = StringAttr(parser.parse_str_literal())
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ft = parser.parse_function_type()
@@ -455,12 +543,12 @@ class SubstituteOp(_DimSyntax, IRDLOperation):
 
     def verify_(self) -> None:
         if meta(self.lower).top.type != "P" or meta(self.upper).top.type != "P" or meta(self.result).top.type != "P":
-            raise VerifyException("'cftensor.substitute' replaces summands by PolyExps and gives a PolyExp")
+            raise VerifyException("replaces summands by PolyExps and gives a PolyExp")
 
 
 @irdl_op_definition
 class MaskedReduceOp(_DimSyntax, IRDLOperation):
-    """The minimum (``size "min"``) or maximum (``size "max"``) over dimension ``dim`` of ``values``
+    """The minimum (``kind "min"``) or maximum (``kind "max"``) over dimension ``dim`` of ``values``
     taken only where ``mask_of`` is non-zero, the reduction's identity (``+inf``/``-inf``) where it is
     zero along the whole dimension: ``reduce(where(ne(mask_of, 0), values, +-inf), dim)`` without the
     mask and the masked copy.  A traverse's priority selection: the least priority among the
@@ -468,98 +556,116 @@ class MaskedReduceOp(_DimSyntax, IRDLOperation):
     (is a row non-zero?) and, where ``values`` is constant along ``dim`` over that block (a layer's
     priority), takes that value for the row.
 
-    ``%m = cftensor.masked_reduce %c, %prio[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
+    ``%m = cftensor.masked_reduce %c, %prio[2] kind "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.masked_reduce"
+    PROP_KEYWORD: ClassVar[str] = "kind"
     mask_of = operand_def(TensorType)
     values = operand_def(TensorType)
     dim = prop_def(IntAttr)
-    size = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
 
     def __init__(self, mask_of: SSAValue, values: SSAValue, dim: int, kind: str, type: TensorType):
-        super().__init__(operands=[mask_of, values], properties={"dim": IntAttr(dim), "size": StringAttr(kind)},
+        super().__init__(operands=[mask_of, values], properties={"dim": IntAttr(dim), "kind": StringAttr(kind)},
                          result_types=[type])
 
     def verify_(self) -> None:
-        if self.size.data not in ("min", "max"):
-            raise VerifyException(f"'cftensor.masked_reduce' reduces by min or max, not {self.size.data!r}")
+        if self.kind.data not in ("min", "max"):
+            raise VerifyException(f"reduces by min or max, not {self.kind.data!r}")
         ranks = {len(meta(v).shape) for v in self.operands}
         if len(ranks) != 1:
-            raise VerifyException("'cftensor.masked_reduce' operands must have the same rank")
-        rank = ranks.pop()
-        if not 0 <= self.dim.data < rank:
-            raise VerifyException(f"'cftensor.masked_reduce' dimension {self.dim.data} is out of range for rank {rank}")
+            raise VerifyException("operands must have the same rank")
+        _verify_dim(self.dim.data, ranks.pop())
 
 
-def _dim_op(op_name: str, doc: str, with_size: bool = False):
-    """Define a one-operand op with an integer ``dim`` (and optionally a symbolic ``size``)."""
+def _verify_dim(dim: int, rank: int, past_end: int = 0) -> None:
+    if not 0 <= dim < rank + past_end:
+        raise VerifyException(f"dimension {dim} is out of range for rank {rank}")
 
-    fields = {
-        "name": op_name,
-        "__doc__": doc,
-        "input": operand_def(TensorType),
-        "dim": prop_def(IntAttr),
-        "result": result_def(TensorType),
-        "traits": traits_def(Pure()),
-    }
-    if with_size:
-        fields["size"] = prop_def(StringAttr)
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType, size: Size | str | None = None):
-        props: dict[str, Attribute] = {"dim": IntAttr(dim)}
-        if with_size:
-            props["size"] = StringAttr(str(size))
-        IRDLOperation.__init__(self, operands=[input], properties=props, result_types=[type])
+class _DimBase(_DimSyntax):
+    """The fields and verifier shared by the one-operand ops with a dimension index ``dim``
+    (add_dim, remove_dim, reduce, repeat): ``%x[dim]`` must name a dimension of the operand (for
+    add_dim, one past its last too: where the new dimension goes)."""
+
+    input = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    #: how far past the operand's last dimension ``dim`` may go
+    DIM_PAST_END: ClassVar[int] = 0
+
+    def __init__(self, input: SSAValue, dim: int, type: TensorType, **props: Attribute):
+        super().__init__(operands=[input], properties={"dim": IntAttr(dim), **props}, result_types=[type])
 
     def verify_(self) -> None:
-        rank = len(meta(self.input).shape)
-        limit = rank + 1 if self.name == "cftensor.add_dim" else rank
-        if not 0 <= self.dim.data < limit:
-            raise VerifyException(f"'{self.name}' dimension {self.dim.data} is out of range for rank {rank}")
-
-    fields["__init__"] = __init__
-    fields["verify_"] = verify_
-    cls_name = "".join(p.title() for p in op_name.split(".")[1].split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (_DimSyntax, IRDLOperation), fields))
+        _verify_dim(self.dim.data, len(meta(self.input).shape), self.DIM_PAST_END)
 
 
-REDUCE_KINDS = ("sum", "min", "max")
-
-
-AddDimOp = _dim_op(
-    "cftensor.add_dim",
+@irdl_op_definition
+class AddDimOp(_DimBase, IRDLOperation):
     """IrAddDimension: insert a dimension of size 1 at ``dim``.
 
     ``%r = cftensor.add_dim %c[2] : (!cftensor.t<R, [curr, poly], [1, 1]>) -> !cftensor.t<R, [curr, poly, 1], [1, 1, poly]>``
-    """,
-)
-RemoveDimOp = _dim_op(
-    "cftensor.remove_dim",
+    """
+
+    name = "cftensor.add_dim"
+    DIM_PAST_END: ClassVar[int] = 1
+
+    def __init__(self, input: SSAValue, dim: int, type: TensorType):
+        super().__init__(input, dim, type)
+
+
+@irdl_op_definition
+class RemoveDimOp(_DimBase, IRDLOperation):
     """IrRemoveDimension: remove a dimension of size 1.
 
     ``%r = cftensor.remove_dim %c[2] : (!cftensor.t<R, [curr, poly, 1], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>``
-    """,
-)
-ReduceOp = _dim_op(
-    "cftensor.reduce",
-    """IrReduce: sum (or, with ``size "min"``/``"max"``, the minimum/maximum) over dimension ``dim``
-    (the dimension a map introduced).
+    """
 
-    ``%r = cftensor.reduce %p[1] size "sum" : (!cftensor.t<R, [poly], [1] :: R, [curr], [1]>) -> !cftensor.t<R, [curr], [1]>``
-    """,
-    with_size=True,
-)
-RepeatOp = _dim_op(
-    "cftensor.repeat",
+    name = "cftensor.remove_dim"
+
+    def __init__(self, input: SSAValue, dim: int, type: TensorType):
+        super().__init__(input, dim, type)
+
+
+@irdl_op_definition
+class ReduceOp(_DimBase, IRDLOperation):
+    """IrReduce: the sum (``kind "sum"``), minimum (``"min"``) or maximum (``"max"``) over dimension
+    ``dim`` (the dimension a map introduced, or a list's).
+
+    ``%r = cftensor.reduce %p[1] kind "sum" : (!cftensor.t<R, [poly], [1] :: R, [curr], [1]>) -> !cftensor.t<R, [curr], [1]>``
+    """
+
+    name = "cftensor.reduce"
+    PROP_KEYWORD: ClassVar[str] = "kind"
+    kind = prop_def(StringAttr)
+
+    def __init__(self, input: SSAValue, dim: int, type: TensorType, kind: str):
+        super().__init__(input, dim, type, kind=StringAttr(kind))
+
+    def verify_(self) -> None:
+        if self.kind.data not in REDUCE_KINDS:
+            raise VerifyException(f"reduces by {', '.join(REDUCE_KINDS[:-1])} or {REDUCE_KINDS[-1]}, not {self.kind.data!r}")
+        super().verify_()
+
+
+@irdl_op_definition
+class RepeatOp(_DimBase, IRDLOperation):
     """IrRepeat: repeat a dimension of intrinsic size 1 to ``size`` (materialising a broadcast).
 
     ``%r = cftensor.repeat %l[0] size "curr" : (!cftensor.t<R, [1, poly], [curr, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>``
-    """,
-    with_size=True,
-)
+    """
+
+    name = "cftensor.repeat"
+    PROP_KEYWORD: ClassVar[str] = "size"
+    size = prop_def(StringAttr)
+
+    def __init__(self, input: SSAValue, dim: int, type: TensorType, size: Size | str):
+        super().__init__(input, dim, type, size=StringAttr(str(size)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -567,101 +673,208 @@ RepeatOp = _dim_op(
 # ----------------------------------------------------------------------------------------------
 
 
-def _simple_op(op_name: str, doc: str, n_operands: int = 1, attr: str | None = None, pure: bool = True):
-    """Define an op with ``n_operands`` tensor operands, one tensor result and an optional string property."""
-    names = ["input"] if n_operands == 1 else ["lhs", "rhs"][:n_operands]
-    fields: dict[str, object] = {"name": op_name, "__doc__": doc, "result": result_def(TensorType)}
-    for n in names:
-        fields[n] = operand_def(TensorType)
-    if pure:
-        fields["traits"] = traits_def(Pure())
-    operand_fmt = " `,` ".join(f"${n}" for n in names)
-    attr_fmt = f"${attr} " if attr else ""
-    if attr:
-        fields[attr] = prop_def(StringAttr)
-    fields["assembly_format"] = f"{attr_fmt}{operand_fmt} attr-dict `:` functional-type(operands, results)"
+class _OneTensorOperand:
+    """The fields of the domain ops on one tensor, ``cftensor.<op> %x : (!t) -> !t``."""
 
-    def __init__(self, *args, **kwargs):
-        *operands, type_ = args[: n_operands + 1]
-        props = {attr: StringAttr(kwargs.pop(attr) if attr in kwargs else args[n_operands + 1])} if attr else {}
-        IRDLOperation.__init__(self, operands=list(operands), result_types=[type_], properties=props)
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
-    fields["__init__"] = __init__
-    cls_name = "".join(p.title() for p in op_name.split(".")[1].split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (IRDLOperation,), fields))
+    def __init__(self, input: SSAValue, type: TensorType):
+        super().__init__(operands=[input], result_types=[type])
 
 
-ExtractPolyCoeffOp = _simple_op("cftensor.extract_poly_coeff", """IrExtractPolyCoeff: the coefficient tensor of a PolyExp (one more trailing dimension, of size poly).
+class _TwoTensorOperands:
+    """The fields of the domain ops on two tensors, ``cftensor.<op> %a, %b : (!t, !t) -> !t``."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue, rhs: SSAValue, type: TensorType):
+        super().__init__(operands=[lhs, rhs], result_types=[type])
+
+
+@irdl_op_definition
+class ExtractPolyCoeffOp(_OneTensorOperand, IRDLOperation):
+    """IrExtractPolyCoeff: the coefficient tensor of a PolyExp (one more trailing dimension, of size poly).
 
     ``%c = cftensor.extract_poly_coeff %e : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>``
-    """)
-ExtractPolyConstOp = _simple_op("cftensor.extract_poly_const", """IrExtractPolyConst: the constant term of a PolyExp.
+    """
+
+    name = "cftensor.extract_poly_coeff"
+
+
+@irdl_op_definition
+class ExtractPolyConstOp(_OneTensorOperand, IRDLOperation):
+    """IrExtractPolyConst: the constant term of a PolyExp.
 
     ``%k = cftensor.extract_poly_const %e : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
-    """)
-ExtractSymCoeffOp = _simple_op("cftensor.extract_sym_coeff", """IrExtractSymCoeff: the coefficient tensor of a SymExp (one more trailing dimension, of size sym).
+    """
+
+    name = "cftensor.extract_poly_const"
+
+
+@irdl_op_definition
+class ExtractSymCoeffOp(_OneTensorOperand, IRDLOperation):
+    """IrExtractSymCoeff: the coefficient tensor of a SymExp (one more trailing dimension, of size sym).
 
     ``%c = cftensor.extract_sym_coeff %z : (!cftensor.t<S, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr, sym], [1, 1, 1]>``
-    """)
-ExtractSymConstOp = _simple_op("cftensor.extract_sym_const", """IrExtractSymConst: the centre of a SymExp.
+    """
+
+    name = "cftensor.extract_sym_coeff"
+
+
+@irdl_op_definition
+class ExtractSymConstOp(_OneTensorOperand, IRDLOperation):
+    """IrExtractSymConst: the centre of a SymExp.
 
     ``%k = cftensor.extract_sym_const %z : (!cftensor.t<S, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
-    """)
-CombineToPolyOp = _simple_op("cftensor.combine_poly", """IrCombineToPoly: a PolyExp from its coefficients and constant.
+    """
+
+    name = "cftensor.extract_sym_const"
+
+
+@irdl_op_definition
+class CombineToPolyOp(_TwoTensorOperands, IRDLOperation):
+    """IrCombineToPoly: a PolyExp from its coefficients and constant.
 
     ``%e = cftensor.combine_poly %c, %k : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
-    """, n_operands=2)
-CombineToSymOp = _simple_op("cftensor.combine_sym", """IrCombineToSym: a SymExp from its coefficients and centre.
+    """
+
+    name = "cftensor.combine_poly"
+
+
+@irdl_op_definition
+class CombineToSymOp(_TwoTensorOperands, IRDLOperation):
+    """IrCombineToSym: a SymExp from its coefficients and centre.
 
     ``%z = cftensor.combine_sym %c, %k : (!cftensor.t<R, [batch, curr, sym], [1, 1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
-    """, n_operands=2)
-NeuronToPolyOp = _simple_op("cftensor.neuron_to_poly", """IrNeuronToPoly: the PolyExp ``1 * n``.
+    """
+
+    name = "cftensor.combine_sym"
+
+
+@irdl_op_definition
+class NeuronToPolyOp(_OneTensorOperand, IRDLOperation):
+    """IrNeuronToPoly: the PolyExp ``1 * n``.
 
     ``%e = cftensor.neuron_to_poly %n : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<P, [1, curr], [batch, 1]>``
-    """)
-ConstToPolyOp = _simple_op("cftensor.const_to_poly", """IrConstToPoly: the PolyExp with constant ``c`` and no neurons.
+    """
+
+    name = "cftensor.neuron_to_poly"
+
+
+@irdl_op_definition
+class ConstToPolyOp(_OneTensorOperand, IRDLOperation):
+    """IrConstToPoly: the PolyExp with constant ``c`` and no neurons.
 
     ``%e = cftensor.const_to_poly %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
-    """)
-NoiseToSymOp = _simple_op("cftensor.noise_to_sym", """IrNoiseToSym: the SymExp ``1 * eps``.
+    """
+
+    name = "cftensor.const_to_poly"
+
+
+@irdl_op_definition
+class NoiseToSymOp(_OneTensorOperand, IRDLOperation):
+    """IrNoiseToSym: the SymExp ``1 * eps``.
 
     ``%z = cftensor.noise_to_sym %e : (!cftensor.t<E, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
-    """)
-ConstToSymOp = _simple_op("cftensor.const_to_sym", """IrConstToSym: the SymExp with centre ``c`` and no noise symbols.
+    """
+
+    name = "cftensor.noise_to_sym"
+
+
+@irdl_op_definition
+class ConstToSymOp(_OneTensorOperand, IRDLOperation):
+    """IrConstToSym: the SymExp with centre ``c`` and no noise symbols.
 
     ``%z = cftensor.const_to_sym %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
-    """)
-MapCoeffOp = _simple_op("cftensor.map_coeff", """IrMapCoeff: the coefficients a map's function receives (a new stack element for the summands).
+    """
+
+    name = "cftensor.const_to_sym"
+
+
+@irdl_op_definition
+class MapCoeffOp(_OneTensorOperand, IRDLOperation):
+    """IrMapCoeff: the coefficients a map's function receives (a new stack element for the summands).
 
     ``%c = cftensor.map_coeff %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<R, [poly], [1] :: R, [curr], [1]>``
-    """)
-MapNeuronOp = _simple_op("cftensor.map_neuron", """IrMapNeuron: the neurons a map's function receives (compressed: the same list for every position).
+    """
+
+    name = "cftensor.map_coeff"
+
+
+@irdl_op_definition
+class MapNeuronOp(_OneTensorOperand, IRDLOperation):
+    """IrMapNeuron: the neurons a map's function receives (compressed: the same list for every position).
 
     ``%n = cftensor.map_neuron %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<N, [poly], [1] :: P, [1], [curr]>``
-    """)
-MapNoiseOp = _simple_op("cftensor.map_noise", """IrMapNoise: the noise symbols a map over a SymExp receives.
+    """
+
+    name = "cftensor.map_neuron"
+
+
+@irdl_op_definition
+class MapNoiseOp(_OneTensorOperand, IRDLOperation):
+    """IrMapNoise: the noise symbols a map over a SymExp receives.
 
     ``%n = cftensor.map_noise %z : (!cftensor.t<S, [curr], [1]>) -> !cftensor.t<E, [sym], [1] :: S, [1], [curr]>``
-    """)
-DotOp = _simple_op("cftensor.dot", """IrDot: ``neurons.dot(weights)`` — the PolyExp whose coefficients are the weights placed at the neurons' global indices.
+    """
+
+    name = "cftensor.map_noise"
+
+
+@irdl_op_definition
+class DotOp(_TwoTensorOperands, IRDLOperation):
+    """IrDot: ``neurons.dot(weights)`` — the PolyExp whose coefficients are the weights placed at the neurons' global indices.
 
     ``%e = cftensor.dot %prev, %w : (!cftensor.t<N, [1, prev], [curr, 1]>, !cftensor.t<R, [curr, prev], [1, 1]>) -> !cftensor.t<P, [curr], [1]>``
-    """, n_operands=2)
-AccessOp = _simple_op("cftensor.access", """IrAccess: a shape member or metadata of every neuron in a neuron tensor.
+    """
+
+    name = "cftensor.dot"
+
+
+@irdl_op_definition
+class AccessOp(IRDLOperation):
+    """IrAccess: a shape member or metadata of every neuron in a neuron tensor.
 
     ``%l = cftensor.access "L" %n : (!cftensor.t<N, [poly], [1] :: P, [1], [curr]>) -> !cftensor.t<P, [poly], [1] :: P, [1], [curr]>``
-    """, attr="member")
+    """
+
+    name = "cftensor.access"
+    member = prop_def(StringAttr)
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$member $input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, type: TensorType, member: str):
+        super().__init__(operands=[input], result_types=[type], properties={"member": StringAttr(member)})
 
 
-MergeTopOp = _simple_op("cftensor.merge_top", """Fold the top stack element into the element below it: a metadata-only change (the tensor
+@irdl_op_definition
+class MergeTopOp(_OneTensorOperand, IRDLOperation):
+    """Fold the top stack element into the element below it: a metadata-only change (the tensor
     is unchanged), used where a traverse turns map-shaped coefficients back into a PolyExp's.
 
     ``%k = cftensor.merge_top %c : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>``
-    """)
-AnyOp = _simple_op("cftensor.any", """Whether any element of a tensor is true, or non-zero for numbers (the condition of a while loop).
+    """
+
+    name = "cftensor.merge_top"
+
+
+@irdl_op_definition
+class AnyOp(_OneTensorOperand, IRDLOperation):
+    """Whether any element of a tensor is true, or non-zero for numbers (the condition of a while loop).
 
     ``%b = cftensor.any %active : (!cftensor.t<B, [poly], [1] :: B, [batch, curr], [1, 1]>) -> !cftensor.t<B, [1], [1]>``
-    """)
+    """
+
+    name = "cftensor.any"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -763,11 +976,11 @@ class IfOp(IRDLOperation):
 
     def verify_(self) -> None:
         if not is_uniform(meta(self.cond)):
-            raise VerifyException(f"'cftensor.if' needs a uniform condition (all intrinsic sizes 1), got <{meta(self.cond)}>")
+            raise VerifyException(f"needs a uniform condition (all intrinsic sizes 1), got <{meta(self.cond)}>")
         for region in (self.then, self.otherwise):
             term = region.block.last_op
             if not isinstance(term, ReturnOp) or len(term.operands) != len(self.res):
-                raise VerifyException("each region of 'cftensor.if' ends in cftensor.return with one value per result")
+                raise VerifyException("each region ends in cftensor.return with one value per result")
 
 
 @irdl_op_definition
@@ -802,16 +1015,16 @@ class LayerTraverseOp(IRDLOperation):
 
     def verify_(self) -> None:
         if meta(self.init).top.type != "P" or self.init.type != self.res.type:
-            raise VerifyException("'cftensor.layer_traverse' maps a PolyExp to a PolyExp of the same type")
+            raise VerifyException("maps a PolyExp to a PolyExp of the same type")
         prio_term, body_term = self.priority.block.last_op, self.body.block.last_op
         if len(self.priority.block.args) != 1 or not isinstance(prio_term, ReturnOp) or len(prio_term.operands) != 2:
-            raise VerifyException("the priority region of 'cftensor.layer_traverse' takes the neurons and returns priority and stop")
+            raise VerifyException("the priority region takes the neurons and returns priority and stop")
         for v in prio_term.operands:
             m = meta(v)
             if not (is_uniform(m) or is_scalar_const(m)):
-                raise VerifyException(f"the priority and stop of 'cftensor.layer_traverse' must be uniform, got <{m}>")
+                raise VerifyException(f"the priority and stop must be uniform, got <{m}>")
         if len(self.body.block.args) != 2 or not isinstance(body_term, ReturnOp) or len(body_term.operands) != 1:
-            raise VerifyException("the body of 'cftensor.layer_traverse' takes neurons and coefficients and returns one PolyExp")
+            raise VerifyException("the body takes neurons and coefficients and returns one PolyExp")
 
 
 @irdl_op_definition
@@ -849,5 +1062,5 @@ CFTensor = Dialect(
         MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, MaskedReduceOp,
         RuleOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
     ],
-    [TensorType],
+    [TensorType, ElementAttr, SizeAttr],
 )

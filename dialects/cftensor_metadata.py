@@ -29,16 +29,22 @@ The physical tensor lays the elements out from the bottom of the stack to the to
 ``R, [poly], [1] :: R, [curr], [1]`` (the coefficients inside a map over per-neuron PolyExps) the tensor
 is ``[curr, poly]``.
 
-This module is plain Python (no xDSL) so the shape analysis and its tests can use it directly; the
-type letters are the compiler-runtime contract's (:mod:`cfruntime.contract`).
+This module holds the whole metadata algebra (alignShapes and its LCM, the rank and letter helpers the
+shape analysis and the rewrites use) and the one parser of the text form, so the shape analysis and
+its tests can use it directly.  It is plain Python: the parser runs on xDSL's attribute parser, which
+``!cftensor.t<...>`` hands it, and :func:`parse_metadata`/:func:`parse_size` import xDSL only when
+called.  The type letters are the compiler-runtime contract's (:mod:`cfruntime.contract`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from cfruntime import contract
+
+if TYPE_CHECKING:
+    from xdsl.parser import AttrParser
 
 #: Symbolic size names, in printing order.
 SIZE_SYMBOLS = ("batch", "curr", "prev", "poly", "sym", "lay")
@@ -93,19 +99,6 @@ class Size:
 
 
 ONE = Size.one()
-_SIZE_FACTOR = re.compile(r"^(\d+|[A-Za-z_][A-Za-z_0-9]*)$")
-
-
-def parse_size(text: str) -> Size:
-    coeff, symbols = 1, []
-    for factor in text.replace(" ", "").split("*"):
-        if not _SIZE_FACTOR.match(factor):
-            raise ValueError(f"malformed size '{text}'")
-        if factor.isdigit():
-            coeff *= int(factor)
-        else:
-            symbols.append(factor)
-    return Size(coeff, tuple(symbols))
 
 
 @dataclass(frozen=True)
@@ -234,7 +227,11 @@ def lcm_element(e1: Element, e2: Element) -> tuple[tuple[Size, ...], tuple[Size,
 
 
 def lcm(m1: Metadata, m2: Metadata, type: str | None = None) -> Metadata:
-    """Rule Lcm-metadata: element-wise LCM of two stacks of equal height (types from ``m1``)."""
+    """Rule Lcm-metadata: element-wise LCM of two stacks of equal height (types from ``m1``).
+
+    >>> str(lcm(parse_metadata("R, [1, curr], [batch, 1]"), parse_metadata("R, [batch, 1], [1, curr]")))
+    'R, [batch, curr], [1, 1]'
+    """
     if m1.height != m2.height:
         raise ShapeMismatch(f"cannot align stacks of heights {m1.height} and {m2.height}")
     out = []
@@ -284,6 +281,15 @@ def align_shapes(m1: Metadata, m2: Metadata) -> tuple[Alignment, Alignment, Meta
     height by copying its lower elements.  The operand whose top element has the lower rank is extended
     (Unequal-rank), then both stacks meet at their LCM; each operand is repeated only along the
     dimensions where its intrinsic size is 1 and the LCM's is not.
+
+    >>> a1, a2, m = align_shapes(parse_metadata("R, [batch, curr], [1, 1]"),
+    ...                          parse_metadata("R, [1, curr, poly], [batch, 1, 1]"))
+    >>> str(m)
+    'R, [batch, curr, poly], [1, 1, 1]'
+    >>> a1.added_dims, [(d, str(s)) for d, s in a1.repeat]
+    ((2,), [(2, 'poly')])
+    >>> a2.added_dims, [(d, str(s)) for d, s in a2.repeat]
+    ((), [(0, 'batch')])
     """
     if m1.height != m2.height:
         if m1.top.is_const and m1.height == 1:
@@ -339,20 +345,154 @@ def compress(m: Metadata) -> Metadata:
     return Metadata(tuple(Element(e.type, (ONE,) * e.rank, e.total, e.is_const) for e in m.elements))
 
 
+def is_scalar_const(m: Metadata) -> bool:
+    """A compile-time scalar: it broadcasts against anything and is never materialised.
+
+    >>> is_scalar_const(parse_metadata("const R, [1], [1]")), is_scalar_const(parse_metadata("R, [1], [1]"))
+    (True, False)
+    """
+    return m.height == 1 and m.top.is_const and all(s.is_one for s in m.top.shape)
+
+
 # ----------------------------------------------------------------------------------------------
-# Text form
+# Letters, ranks and physical dimensions
 # ----------------------------------------------------------------------------------------------
 
-_ELEMENT = re.compile(r"^\s*(const\s+)?([A-Z])\s*,\s*\[([^\]]*)\]\s*,\s*\[([^\]]*)\]\s*$")
+
+def with_letter(m: Metadata, letter: str) -> Metadata:
+    """``m`` with the type letter of its top element replaced (the elements below keep theirs: they
+    describe the dimensions the value is mapped over).
+
+    >>> str(with_letter(parse_metadata("R, [poly], [1] :: R, [curr], [1]"), "B"))
+    'B, [poly], [1] :: R, [curr], [1]'
+    """
+    return m.with_top(m.top.with_type(letter))
+
+
+def prefix_rank(m: Metadata, upto: int) -> Metadata:
+    """``m`` cut to its first ``upto`` physical dimensions, by dropping trailing dimensions of its top
+    element: the metadata after each of the ``add_dim`` ops that extend a value to ``m`` one
+    dimension at a time (the elements below the top must lie within the first ``upto``).
+
+    >>> str(prefix_rank(parse_metadata("R, [curr, 1, 1], [1, poly, sym]"), 2))
+    'R, [curr, 1], [1, poly]'
+    >>> str(prefix_rank(parse_metadata("R, [1, 1], [poly, sym] :: R, [batch], [1]"), 2))
+    'R, [1], [poly] :: R, [batch], [1]'
+    """
+    top = m.top
+    keep = upto - sum(e.rank for e in m.rest)
+    if keep < 0:
+        raise ValueError(f"cannot cut <{m}> to {upto} physical dimensions")
+    return m.with_top(Element(top.type, top.shape[:keep], top.broadcast[:keep], top.is_const))
+
+
+def with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
+    """``m`` with its physical dimension ``i`` (counted in the flat tensor, from the bottom element
+    of the stack up, see :attr:`Metadata.shape`) set to intrinsic size ``shape`` and broadcast
+    factor ``bcast``: the metadata after a ``repeat`` along ``i``.  Raises IndexError when ``m`` has
+    no dimension ``i``.
+
+    >>> m = parse_metadata("R, [1], [poly] :: R, [batch, curr], [1, 1]")
+    >>> str(with_flat_dim(m, 2, Size.of("poly"), ONE))
+    'R, [poly], [1] :: R, [batch, curr], [1, 1]'
+    >>> str(with_flat_dim(m, 0, Size.of("batch"), Size(2)))
+    'R, [1], [poly] :: R, [batch, curr], [2, 1]'
+    """
+    elements = list(m.elements)
+    offset = 0
+    for idx in range(len(elements) - 1, -1, -1):
+        e = elements[idx]
+        if i < offset + e.rank:
+            j = i - offset
+            elements[idx] = Element(e.type, e.shape[:j] + (shape,) + e.shape[j + 1 :],
+                                    e.broadcast[:j] + (bcast,) + e.broadcast[j + 1 :], e.is_const)
+            return Metadata(tuple(elements))
+        offset += e.rank
+    raise IndexError(i)
+
+
+# ----------------------------------------------------------------------------------------------
+# Text form: the one parser (``str`` of Size/Element/Metadata is the printer)
+# ----------------------------------------------------------------------------------------------
+
+
+def parse_size_from(parser: AttrParser) -> Size:
+    """Parse a size, ``factor (* factor)*`` where a factor is a positive integer or a symbol name,
+    with xDSL's attribute parser (as ``!cftensor.t<...>`` does); errors are the parser's ParseError."""
+    size = ONE
+    while True:
+        n = parser.parse_optional_integer(allow_boolean=False, allow_negative=False)
+        if n is not None:
+            if n < 1:
+                parser.raise_error("sizes are positive integers or symbols")
+            size = size * Size(n)
+        else:
+            size = size * Size.of(parser.parse_identifier(" (a size symbol)"))
+        if parser.parse_optional_punctuation("*") is None:
+            return size
+
+
+def _parse_dims(parser: AttrParser) -> tuple[Size, ...]:
+    return tuple(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_size_from(parser)))
+
+
+def parse_element_from(parser: AttrParser) -> Element:
+    """Parse one stack element, ``[const] letter, [shape], [broadcast]``."""
+    is_const = parser.parse_optional_keyword("const") is not None
+    letter = parser.parse_identifier(" (a type letter)")
+    if letter not in TYPE_LETTERS:
+        parser.raise_error(f"unknown type letter '{letter}', expected one of {''.join(TYPE_LETTERS)}")
+    parser.parse_punctuation(",")
+    shape = _parse_dims(parser)
+    parser.parse_punctuation(",")
+    bcast = _parse_dims(parser)
+    if len(shape) != len(bcast):
+        parser.raise_error("shape and broadcast factor must have the same rank")
+    return Element(letter, shape, bcast, is_const)
+
+
+def parse_metadata_from(parser: AttrParser) -> Metadata:
+    """Parse a metadata stack, elements top first separated by ``::``: the body of
+    ``!cftensor.t<...>`` (:meth:`cfmlir.dialects.cftensor.TensorType.parse_parameters`)."""
+    elements = [parse_element_from(parser)]
+    while parser.parse_optional_punctuation(":") is not None:
+        parser.parse_punctuation(":")
+        elements.append(parse_element_from(parser))
+    return Metadata(tuple(elements))
+
+
+def _parse_text(text: str, parse, what: str):
+    """Run ``parse`` on the whole of ``text``; a ParseError becomes a ValueError."""
+    from xdsl.context import Context
+    from xdsl.parser import AttrParser, ParserState
+    from xdsl.utils.exceptions import ParseError
+    from xdsl.utils.lexer import Input
+    from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+
+    parser = AttrParser(ParserState(MLIRLexer(Input(text, "<metadata>"))), Context())
+    try:
+        out = parse(parser)
+        if parser._parse_optional_token(MLIRTokenKind.EOF) is None:
+            parser.raise_error(f"unexpected text after the {what}")
+    except ParseError as exc:
+        raise ValueError(f"malformed {what} '{text}': {exc.msg}") from None
+    return out
 
 
 def parse_metadata(text: str) -> Metadata:
-    """Parse the text form (inverse of ``str``).  Raises ValueError."""
-    elements = []
-    for part in text.split("::"):
-        m = _ELEMENT.match(part)
-        if not m:
-            raise ValueError(f"malformed metadata element '{part.strip()}'")
-        dims = lambda s: tuple(parse_size(x) for x in s.split(",")) if s.strip() else ()  # noqa: E731
-        elements.append(Element(m.group(2), dims(m.group(3)), dims(m.group(4)), bool(m.group(1))))
-    return Metadata(tuple(elements))
+    """Parse the text form (inverse of ``str``).  Raises ValueError.
+
+    >>> m = parse_metadata("N, [poly], [1] :: const P, [1, curr*batch], [2*batch, 1]")
+    >>> m.height, m.elements[1].is_const, str(m)
+    (2, True, 'N, [poly], [1] :: const P, [1, batch*curr], [2*batch, 1]')
+    """
+    return _parse_text(text, parse_metadata_from, "metadata")
+
+
+def parse_size(text: str) -> Size:
+    """Parse one size (inverse of ``str``).  Raises ValueError.
+
+    >>> parse_size("curr*2*batch")
+    Size(coeff=2, symbols=('batch', 'curr'))
+    """
+    return _parse_text(text, parse_size_from, "size")

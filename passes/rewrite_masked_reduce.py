@@ -26,7 +26,7 @@ IDENTITY = {"min": math.inf, "max": -math.inf}
 class MaskedReduce(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ct.ReduceOp, rewriter: PatternRewriter) -> None:
-        kind = op.size.data
+        kind = op.kind.data
         select = op.input.owner
         if kind not in IDENTITY or not isinstance(select, ct.TernaryOp) \
                 or const_value(select.otherwise) != IDENTITY[kind]:

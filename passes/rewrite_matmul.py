@@ -18,7 +18,7 @@ from cfmlir.passes.rewrite_utils import BROADCAST_OPS, is_scalar_const, strip_re
 class MatmulRewrite(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ct.ReduceOp, rewriter: PatternRewriter) -> None:
-        if op.properties["size"].data != "sum":
+        if op.kind.data != "sum":
             return
         m = op.input.owner
         if not isinstance(m, ct.MultOp) or is_scalar_const(m.lhs) or is_scalar_const(m.rhs):

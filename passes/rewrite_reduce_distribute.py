@@ -13,7 +13,7 @@ from cfmlir.dialects import cftensor as ct
 class DistributeReduce(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ct.ReduceOp, rewriter: PatternRewriter) -> None:
-        if op.properties["size"].data != "sum":
+        if op.kind.data != "sum":
             return
         src = op.input.owner
         if not isinstance(src, ct.BinaryOp) or src.op.data not in ("add", "sub") or not op.input.has_one_use():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.dialects.cftensor_metadata import Element, Metadata
+from cfmlir.dialects.cftensor_metadata import with_letter
 
 BROADCAST_OPS = (ct.RepeatOp, ct.AddDimOp)
 
@@ -21,7 +21,7 @@ def broadcast_chain(v: SSAValue) -> tuple[SSAValue, list[Operation]]:
 
 
 def chain_key(ops: list[Operation]) -> tuple:
-    return tuple((type(o).__name__, o.dim.data, o.properties["size"].data if "size" in o.properties else None) for o in ops)
+    return tuple((type(o).__name__, o.dim.data, o.size.data if isinstance(o, ct.RepeatOp) else None) for o in ops)
 
 
 def strip_repeats(v: SSAValue) -> SSAValue:
@@ -31,19 +31,14 @@ def strip_repeats(v: SSAValue) -> SSAValue:
     return v
 
 
-def with_letter(t: ct.TensorType, letter: str) -> ct.TensorType:
-    m = t.metadata
-    return ct.TensorType(Metadata((Element(letter, m.top.shape, m.top.broadcast, m.top.is_const),) + m.rest))
-
-
 def rebuild_chain(source: SSAValue, ops: list[Operation], letter: str) -> tuple[list[Operation], SSAValue]:
     """Re-apply a broadcast chain to ``source`` (result type letters set to ``letter``)."""
     new_ops: list[Operation] = []
     v = source
     for o in ops:
-        t = with_letter(o.results[0].type, letter)
+        t = ct.TensorType(with_letter(o.results[0].type.metadata, letter))
         if isinstance(o, ct.RepeatOp):
-            n = ct.RepeatOp(v, o.dim.data, t, o.properties["size"].data)
+            n = ct.RepeatOp(v, o.dim.data, t, o.size.data)
         else:
             n = ct.AddDimOp(v, o.dim.data, t)
         new_ops.append(n)

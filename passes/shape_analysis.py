@@ -51,13 +51,16 @@ layer level, one stack element whose dimensions are ``[batch, curr]`` (plus list
 
 Constructs the compiled engine does not support (``lp``, ``avg``/``len``/``argmax``/``concat`` of
 lists, ``map_list`` of a function with list operations inside, ``sym`` inside a map,
-``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors.
+``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors at the source
+position of the ``cf`` op concerned (``file:line:col: error: ...``; the op inside a called function
+when it is there); every ``cftensor`` op emitted carries the location of the ``cf`` op it lifts.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import singledispatchmethod
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
@@ -65,14 +68,14 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
 
-from cfmlir.diagnostics import CfError, Loc
+from cfmlir.diagnostics import CfError, Loc, loc_of
 from cfmlir.dialects import cf
 from cfmlir.dialects import cftensor as ct
 from cfmlir.dialects.cf_types import to_semantic
 from cfmlir.dialects.cftensor_metadata import (
-    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank, is_uniform, per_layer,
+    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank, is_uniform, per_layer, prefix_rank, with_flat_dim,
 )
-from cfmlir.typing import types as sem
+from cfmlir.dialects import cf_type_lattice as sem
 from cfmlir.typing.checker import operator_bindings
 from cfruntime import contract
 
@@ -83,14 +86,16 @@ _BINARY = {
     cf.LtOp: "lt", cf.LeOp: "le", cf.GtOp: "gt", cf.GeOp: "ge", cf.EqOp: "eq", cf.NeOp: "ne",
 }
 _UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.LogOp: "log", cf.AbsOp: "abs"}
-_NOWHERE = Loc("<cftensor>", 0, 0)
 
 
 class ShapeAnalysisError(CfError):
-    """A construct the tensor compiler cannot lift."""
+    """A construct the tensor compiler cannot lift, at the source position of the ``cf`` op (or rule)
+    it is about: ``ShapeAnalysisError(loc, message)``, ``str()`` ``file:line:col: error: message``."""
 
-    def __init__(self, message: str):
-        super().__init__(_NOWHERE, message)
+
+def result_type(op: Operation) -> sem.Type:
+    """The ConstraintFlow type of a ``cf`` op's result."""
+    return to_semantic(op.results[0].type)
 
 
 def base_type(t: sem.Type) -> sem.BaseType:
@@ -141,11 +146,24 @@ class RuleLifter:
         #: a Maxpool rule's ``prev`` windows have padding entries (absent neurons): every list
         #: operation over their ``prev`` dimension masks them out with this input (see list_masked)
         self.window_mask: bool = False
+        #: the ``cf`` op being lifted (set by :meth:`visit`; the rule's terminator outside any op): the
+        #: ``cftensor`` ops emitted meanwhile get its location, and errors point at it
+        self.at: Operation | None = None
 
     # -- emission helpers ------------------------------------------------------------------------
     def emit(self, op: Operation) -> SSAValue | None:
+        self.locate(op)
         self.block.add_op(op)
         return op.results[0] if op.results else None
+
+    def locate(self, op: Operation) -> None:
+        """Give a ``cftensor`` op the source location of the ``cf`` op it is lifted from."""
+        if self.at is not None:
+            op.location = self.at.location
+
+    def error(self, message: str) -> ShapeAnalysisError:
+        """An error about the ``cf`` op being lifted (its location, else its function's or rule's)."""
+        return ShapeAnalysisError(loc_of(self.at, Loc("", 0, 0)), message)
 
     def T(self, m: Metadata) -> ct.TensorType:
         return ct.TensorType(m)
@@ -179,16 +197,15 @@ class RuleLifter:
             ext = m.with_top(extend_rank(m.top, target.top))
             v = x.v
             for d in range(len(m.shape), len(ext.shape)):
-                partial = Metadata(ext.elements)  # add one dimension at a time, same final metadata
-                v = self.emit(ct.AddDimOp(v, d, self.T(_prefix_rank(ext, d + 1, m))))
+                v = self.emit(ct.AddDimOp(v, d, self.T(prefix_rank(ext, d + 1))))
             x, m = Val(v, x.ty), ext
         v = x.v
         cur = m
         for i, (s, t) in enumerate(zip(m.shape, target.shape)):
             if s != t:
                 if not s.is_one:
-                    raise ShapeAnalysisError(f"cannot align a dimension of size {s} with {t}")
-                cur = _with_flat_dim(cur, i, t, ONE)
+                    raise self.error(f"cannot align a dimension of size {s} with {t}")
+                cur = with_flat_dim(cur, i, t, ONE)
                 v = self.emit(ct.RepeatOp(v, i, self.T(cur), t))
         return Val(v, x.ty)
 
@@ -228,7 +245,7 @@ class RuleLifter:
         if x.letter in "IRB":
             op = ct.ConstToPolyOp if kind == "P" else ct.ConstToSymOp
             return Val(self.emit(op(x.v, self.T(m.with_type(kind)))), t)
-        raise ShapeAnalysisError(f"cannot use a {x.ty} as a {t}")
+        raise self.error(f"cannot use a {x.ty} as a {t}")
 
     def parts(self, x: Val) -> tuple[Val | None, Val]:
         """(coefficients, constant) of a PolyExp/SymExp; ``None`` stands for all-zero coefficients
@@ -332,7 +349,7 @@ class RuleLifter:
         elif op == "div":
             e, scalar = a, b
         else:
-            raise ShapeAnalysisError(f"operation '{op}' on a {t}")
+            raise self.error(f"operation '{op}' on a {t}")
         ec, ek = self.parts(e)
         if op == "mul":
             return self.combine(self.cbinary("mul", scalar, ec), self.binary("mul", scalar, ek, sem.FLOAT), kind)
@@ -353,64 +370,126 @@ class RuleLifter:
             if isinstance(op, (cf.YieldOp, cf.ReturnOp)):
                 return op
             env[op.results[0]] = self.visit(op, env)
-        raise ShapeAnalysisError("region without terminator")  # pragma: no cover - the verifier checks
+        raise self.error("region without terminator")  # pragma: no cover - the verifier checks
 
     def visit(self, op: Operation, env: dict):
-        get = lambda i: env[op.operands[i]]  # noqa: E731
-        t = to_semantic(op.results[0].type)
-        if isinstance(op, cf.ConstOp):
-            v = op.value
-            if isinstance(v, IntegerAttr) and isinstance(op.results[0].type, cf.T.BoolType):
-                return self.const(1.0 if v.value.data else 0.0, sem.BOOL)
-            value = v.value.data if isinstance(v, (IntegerAttr, FloatAttr)) else v
-            return self.const(float(value), t)
-        if type(op) in _BINARY:
-            return self.arith(_BINARY[type(op)], get(0), get(1), t)
-        if isinstance(op, cf.InOp):
-            return None  # a constraint: only used in invariants, never executed
-        if isinstance(op, cf.NegOp):
-            a = get(0)
-            if letter(t) in "PS":
-                c, k = self.parts(a)
-                return self.combine(self.cbinary("sub", None, c), self.unary("neg", k, sem.FLOAT), letter(t))
-            return self.unary("neg", a, t)
-        if isinstance(op, cf.NotOp):
-            return self.unary("not", get(0), t)
-        if isinstance(op, cf.SelectOp):
-            if isinstance(t, sem.TupleType):
-                return [self.ternary(get(0), a, b, ft) for a, b, ft in zip(get(1), get(2), t.elems)]
-            return self.ternary(get(0), get(1), get(2), t)
-        if isinstance(op, cf.TupleOp):
-            return [env[o] for o in op.operands]
-        if isinstance(op, cf.FuncRefOp):
-            return Closure(self.funcs[op.callee.root_reference.data], ())
-        if isinstance(op, cf.CallOp):
-            return self.apply(Closure(self.funcs[op.callee.root_reference.data], ()), [env[o] for o in op.operands])
-        if isinstance(op, cf.ApplyOp):
-            return self.apply(get(0), [env[o] for o in op.operands[1:]])
-        if type(op) in _UNARY_BUILTINS:
-            return self.unary(_UNARY_BUILTINS[type(op)], get(0), t)
-        if isinstance(op, (cf.MaxOp, cf.MinOp)) and len(op.operands) == 2:
-            return self.binary("max" if isinstance(op, cf.MaxOp) else "min", get(0), get(1), t)
-        if isinstance(op, (cf.MaxOp, cf.MinOp)):
-            return self.reduce_list(get(0), "max" if isinstance(op, cf.MaxOp) else "min", t)
-        if isinstance(op, cf.SumOp):
-            return self.sum_list(get(0), t)
-        if isinstance(op, cf.MapListOp):
-            return self.map_list(get(0), get(1), t)
-        if isinstance(op, cf.AccessOp):
-            return self.access(get(0), op.member.data, t, op.operands[0])
-        if isinstance(op, cf.DotOp):
-            return self.dot(get(0), get(1), t)
-        if isinstance(op, cf.MapOp):
-            return self.map(get(0), get(1), t)
-        if isinstance(op, cf.TraverseOp):
-            return self.traverse(get(0), get(1), get(2), get(3))
-        if isinstance(op, cf.SymOp):
-            return self.sym()
-        if isinstance(op, cf.LeOp | cf.GeOp):  # pragma: no cover - handled by _BINARY
-            pass
-        raise ShapeAnalysisError(f"the tensor compiler does not support '{op.name}' yet")
+        """The lifted value of ``op`` (its operands' lifted values are in ``env``): :meth:`lift`
+        dispatches on the op's type.  While ``op`` is lifted (the functions it calls included, down to
+        their own ops) the ``cftensor`` ops emitted get its location, and errors point at it."""
+        outer, self.at = self.at, op
+        try:
+            return self.lift(op, env)
+        finally:
+            self.at = outer
+
+    # One ``lift`` method per ``cf`` op class (the op's type picks it, as in xDSL's printers); an op
+    # class without one is not supported by the tensor compiler.
+    @singledispatchmethod
+    def lift(self, op: Operation, env: dict):
+        raise self.error(f"the tensor compiler does not support '{op.name}' yet")
+
+    @lift.register
+    def _(self, op: cf.ConstOp, env: dict) -> Val:
+        v = op.value
+        if isinstance(v, IntegerAttr) and isinstance(op.results[0].type, cf.T.BoolType):
+            return self.const(1.0 if v.value.data else 0.0, sem.BOOL)
+        value = v.value.data if isinstance(v, (IntegerAttr, FloatAttr)) else v
+        return self.const(float(value), result_type(op))
+
+    def lift_binary(self, op: Operation, env: dict) -> Val:
+        """The arithmetic, logic and comparison ops of :data:`_BINARY`."""
+        return self.arith(_BINARY[type(op)], env[op.operands[0]], env[op.operands[1]], result_type(op))
+
+    def lift_unary_builtin(self, op: Operation, env: dict) -> Val:
+        """The element-wise builtins of :data:`_UNARY_BUILTINS` (``sigma``, ``exp``...)."""
+        return self.unary(_UNARY_BUILTINS[type(op)], env[op.operands[0]], result_type(op))
+
+    for _table, _method in ((_BINARY, lift_binary), (_UNARY_BUILTINS, lift_unary_builtin)):
+        for _cls in _table:
+            lift.register(_cls, _method)
+    del _table, _method, _cls
+
+    @lift.register
+    def _(self, op: cf.InOp, env: dict) -> None:
+        return None  # a constraint: only used in invariants, never executed
+
+    @lift.register
+    def _(self, op: cf.NegOp, env: dict) -> Val:
+        a, t = env[op.operands[0]], result_type(op)
+        if letter(t) in "PS":
+            c, k = self.parts(a)
+            return self.combine(self.cbinary("sub", None, c), self.unary("neg", k, sem.FLOAT), letter(t))
+        return self.unary("neg", a, t)
+
+    @lift.register
+    def _(self, op: cf.NotOp, env: dict) -> Val:
+        return self.unary("not", env[op.operands[0]], result_type(op))
+
+    @lift.register
+    def _(self, op: cf.SelectOp, env: dict) -> Val | list:
+        c, a, b = (env[o] for o in op.operands)
+        t = result_type(op)
+        if isinstance(t, sem.TupleType):
+            return [self.ternary(c, x, y, ft) for x, y, ft in zip(a, b, t.elems)]
+        return self.ternary(c, a, b, t)
+
+    @lift.register
+    def _(self, op: cf.TupleOp, env: dict) -> list:
+        return [env[o] for o in op.operands]
+
+    @lift.register
+    def _(self, op: cf.FuncRefOp, env: dict) -> Closure:
+        return Closure(self.funcs[op.callee.root_reference.data], ())
+
+    @lift.register
+    def _(self, op: cf.CallOp, env: dict) -> object:
+        return self.apply(Closure(self.funcs[op.callee.root_reference.data], ()), [env[o] for o in op.operands])
+
+    @lift.register
+    def _(self, op: cf.ApplyOp, env: dict) -> object:
+        return self.apply(env[op.operands[0]], [env[o] for o in op.operands[1:]])
+
+    @lift.register
+    def _(self, op: cf.MaxOp, env: dict) -> Val:
+        return self.extremum("max", op, env)
+
+    @lift.register
+    def _(self, op: cf.MinOp, env: dict) -> Val:
+        return self.extremum("min", op, env)
+
+    def extremum(self, kind: str, op: Operation, env: dict) -> Val:
+        """``max``/``min`` of two values, or of a list (one operand)."""
+        if len(op.operands) == 2:
+            return self.binary(kind, env[op.operands[0]], env[op.operands[1]], result_type(op))
+        return self.reduce_list(env[op.operands[0]], kind, result_type(op))
+
+    @lift.register
+    def _(self, op: cf.SumOp, env: dict) -> Val:
+        return self.sum_list(env[op.operands[0]], result_type(op))
+
+    @lift.register
+    def _(self, op: cf.MapListOp, env: dict) -> Val:
+        return self.map_list(env[op.operands[0]], env[op.operands[1]], result_type(op))
+
+    @lift.register
+    def _(self, op: cf.AccessOp, env: dict) -> Val:
+        return self.access(env[op.operands[0]], op.member.data, result_type(op), op.operands[0])
+
+    @lift.register
+    def _(self, op: cf.DotOp, env: dict) -> Val:
+        return self.dot(env[op.operands[0]], env[op.operands[1]], result_type(op))
+
+    @lift.register
+    def _(self, op: cf.MapOp, env: dict) -> Val:
+        return self.map(env[op.operands[0]], env[op.operands[1]], result_type(op))
+
+    @lift.register
+    def _(self, op: cf.TraverseOp, env: dict) -> Val:
+        return self.traverse(*(env[o] for o in op.operands[:4]))
+
+    @lift.register
+    def _(self, op: cf.SymOp, env: dict) -> Val:
+        return self.sym()
 
     def apply(self, f: Closure, args: list) -> object:
         args = list(f.args) + list(args)
@@ -429,7 +508,7 @@ class RuleLifter:
         """``sum``/``max``/``min`` of a list: reduce the last (list) dimension of the top element
         (absent entries of a max-pool window count as the reduction's identity)."""
         if x.letter not in contract.NUMBER_LETTERS:
-            raise ShapeAnalysisError(f"the tensor compiler supports '{kind}' of Float lists only, not of a {x.ty} "
+            raise self.error(f"the tensor compiler supports '{kind}' of Float lists only, not of a {x.ty} "
                                      f"(write a dot product with weights instead)")
         x = self.list_masked(x, {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind])
         m = x.m
@@ -445,7 +524,7 @@ class RuleLifter:
         if not self.window_mask or ct.is_scalar_const(x.m) or not x.m.top.shape or x.m.top.shape[-1] != PREV:
             return x
         if x.m.height != 1:
-            raise ShapeAnalysisError("the tensor compiler does not support list operations on a max-pool window "
+            raise self.error("the tensor compiler does not support list operations on a max-pool window "
                                      "inside a map or traverse")
         mask = self.input("prev_mask", Metadata.single("B", [ONE, CURR, PREV], [BATCH, ONE, ONE]), sem.BOOL)
         return self.ternary(mask, x, self.const(identity), x.ty)
@@ -456,10 +535,10 @@ class RuleLifter:
         its results, aligned with the list (a result that does not depend on the element is
         repeated along it)."""
         if not isinstance(f, Closure):  # pragma: no cover - the type checker makes it a function
-            raise ShapeAnalysisError("map_list needs a function")
+            raise self.error("map_list needs a function")
         bad = _list_op_in(f.func, self.funcs, set())
         if bad is not None:
-            raise ShapeAnalysisError(f"the tensor compiler supports map_list only with a function that works element "
+            raise self.error(f"the tensor compiler supports map_list only with a function that works element "
                                      f"by element (its body uses '{bad}')")
         r = self.apply(f, [x])
         kind = letter(t)
@@ -467,7 +546,7 @@ class RuleLifter:
             target = x.m.with_type(kind)
         else:
             if r.m.height != x.m.height:  # pragma: no cover - no map is open around the element
-                raise ShapeAnalysisError("map_list result at another map level")
+                raise self.error("map_list result at another map level")
             _, _, target = align_shapes(x.m, r.m)
             target = target.with_type(kind)
         out = self.coerce(r, target, keep_scalar=False)
@@ -477,7 +556,7 @@ class RuleLifter:
         m = x.m
         if member in ("weight", "bias", "alpha"):
             if self.curr_value is None or x.v is not self.curr_value:
-                raise ShapeAnalysisError(f"the tensor compiler supports '{member}' only on curr")
+                raise self.error(f"the tensor compiler supports '{member}' only on curr")
             if member == "weight":
                 return self.input("weight", Metadata.single("R", [ONE, CURR, PREV], [BATCH, ONE, ONE]), t)
             # bias, alpha: one number per neuron of the layer, the same for every sample
@@ -529,7 +608,7 @@ class RuleLifter:
 
     def sym(self) -> Val:
         if self.map_dims:
-            raise ShapeAnalysisError("the tensor compiler does not support 'sym' inside map or traverse")
+            raise self.error("the tensor compiler does not support 'sym' inside map or traverse")
         return Val(self.emit(ct.SymOp(self.T(Metadata.single("E", [ONE, CURR], [BATCH, ONE])))), sem.NOISE)
 
     # -- map -----------------------------------------------------------------------------------------
@@ -612,7 +691,7 @@ class RuleLifter:
     def traverse(self, e: Val, prio: Closure, stop: Closure, replace: Closure) -> Val:
         e = self.as_map_base(e)
         if e.letter != "P":
-            raise ShapeAnalysisError("traverse needs a PolyExp")
+            raise self.error("traverse needs a PolyExp")
         base = e.m
         expanded = Metadata((Element("P", base.top.total, (ONE,) * base.top.rank, False),) + base.rest)
         e = self.coerce(e, expanded, keep_scalar=False)
@@ -699,6 +778,7 @@ class RuleLifter:
         return Val(self.emit(ct.LayerTraverseOp(e.v, loop_t, Region(prio_block), Region(body))), sem.POLYEXP)
 
     def emit_into(self, block: Block, op: Operation) -> None:
+        self.locate(op)
         block.add_op(op)
 
     def open_loop_block(self, loop_t) -> tuple[Block, Val]:
@@ -737,6 +817,8 @@ class RuleLifter:
         return env
 
     def lift_rule(self, transformer: str, rule: str, region: Region) -> ct.RuleOp:
+        # outside the rule's ops (its inputs, its stored results) the rule's result is what is lifted
+        self.at = region.block.last_op
         env = self.bind(rule, region.block)
         term = self.visit_region(region, env)
         result = env[term.operands[0]] if len(term.operands) == 1 else [env[o] for o in term.operands]
@@ -745,7 +827,9 @@ class RuleLifter:
         for (name, mt), x in zip(self.members, fields):
             outs.append(self.store_form(x, mt).v)
         self.emit(ct.ReturnOp(outs))
-        return ct.RuleOp(transformer, rule, Region(self.block))
+        out = ct.RuleOp(transformer, rule, Region(self.block))
+        self.locate(out)
+        return out
 
     def store_form(self, x: Val, t: sem.Type) -> Val:
         """Expand a member's value to its stored shape ``[batch, curr]``."""
@@ -753,33 +837,11 @@ class RuleLifter:
         if kind in "PS" and x.letter != kind:
             x = self.promote(x, kind)
         if x.m.height != 1:
-            raise ShapeAnalysisError("a rule result depends on a map dimension")  # pragma: no cover
+            raise self.error("a rule result depends on a map dimension")  # pragma: no cover
         target = Metadata.single(kind if kind in "PS" else x.letter, [BATCH, CURR], [ONE, ONE])
         if x.m.top.rank > 2:
-            raise ShapeAnalysisError(f"shape member of type {t} cannot hold a list")
+            raise self.error(f"shape member of type {t} cannot hold a list")
         return self.coerce(x, target, keep_scalar=False)
-
-
-def _prefix_rank(ext: Metadata, upto: int, orig: Metadata) -> Metadata:
-    """``ext`` with only its first ``upto`` physical dimensions' worth of added trailing dims."""
-    top = ext.top
-    below = sum(e.rank for e in ext.rest)
-    keep = upto - below
-    return ext.with_top(Element(top.type, top.shape[:keep], top.broadcast[:keep], top.is_const))
-
-
-def _with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
-    """``m`` with physical dimension ``i`` set to (shape, bcast)."""
-    elements = list(m.elements)
-    offset = 0
-    for idx in range(len(elements) - 1, -1, -1):
-        e = elements[idx]
-        if i < offset + e.rank:
-            j = i - offset
-            elements[idx] = Element(e.type, e.shape[:j] + (shape,) + e.shape[j + 1 :], e.broadcast[:j] + (bcast,) + e.broadcast[j + 1 :], e.is_const)
-            return Metadata(tuple(elements))
-        offset += e.rank
-    raise IndexError(i)
 
 
 def _drop_dead(block: Block) -> None:
@@ -822,23 +884,23 @@ def zero_preserving(f: Closure) -> bool:
     def zp(v: SSAValue) -> bool:
         if v is coeff:
             return True
-        op = v.owner
-        if isinstance(op, cf.ConstOp):
-            val = op.value.value.data
-            return float(val) == 0.0
-        if isinstance(op, cf.MulOp):
-            return zp(op.operands[0]) or zp(op.operands[1])
-        if isinstance(op, cf.DivOp):
-            return zp(op.operands[0])
-        if isinstance(op, (cf.AddOp, cf.SubOp)):
-            return zp(op.operands[0]) and zp(op.operands[1])
-        if isinstance(op, cf.NegOp):
-            return zp(op.operands[0])
-        if isinstance(op, cf.SelectOp):
-            return zp(op.operands[1]) and zp(op.operands[2])
-        return False
+        rule = _ZERO_PRESERVING.get(type(v.owner))
+        return rule is not None and rule(v.owner, zp)
 
     return zp(term.operands[0])
+
+
+#: per ``cf`` op class: whether its result is 0 when the coefficient is, given ``zp`` (the same for
+#: an operand); other ops are not known to be
+_ZERO_PRESERVING = {
+    cf.ConstOp: lambda op, zp: float(op.value.value.data) == 0.0,
+    cf.MulOp: lambda op, zp: zp(op.operands[0]) or zp(op.operands[1]),
+    cf.DivOp: lambda op, zp: zp(op.operands[0]),
+    cf.AddOp: lambda op, zp: zp(op.operands[0]) and zp(op.operands[1]),
+    cf.SubOp: lambda op, zp: zp(op.operands[0]) and zp(op.operands[1]),
+    cf.NegOp: lambda op, zp: zp(op.operands[0]),
+    cf.SelectOp: lambda op, zp: zp(op.operands[1]) and zp(op.operands[2]),
+}
 
 
 _COMPARISON = {cf.LeOp: "<=", cf.LtOp: "<", cf.GeOp: ">=", cf.GtOp: ">", cf.InOp: "In"}
@@ -878,14 +940,16 @@ class ShapeAnalysisPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         shape = next((o for o in op.ops if isinstance(o, cf.ShapeOp)), None)
         flow = next((o for o in op.ops if isinstance(o, cf.FlowOp)), None)
-        if shape is None or flow is None:
-            raise ShapeAnalysisError("shape analysis needs a module with a 'cf.shape' and a 'cf.flow'")
+        if shape is None or flow is None:  # a whole-module problem: the file, no position
+            where = loc_of(op, loc_of(op.ops.first, Loc("", 0, 0)))
+            raise ShapeAnalysisError(Loc(where.file, 0, 0), "shape analysis needs a module with a 'cf.shape' and a 'cf.flow'")
         members = [(n, to_semantic(t)) for n, t in zip(shape.member_names(), shape.member_types.data)]
         tname = flow.transformer.root_reference.data if hasattr(flow.transformer, "root_reference") else str(flow.transformer)
         transformer = next(o for o in op.ops if isinstance(o, cf.TransformerOp) and o.properties["sym_name"].data == tname)
         roles = member_roles(shape)
         new_ops: list[Operation] = [ct.FlowOp(flow.direction.data, tname,
                                               [(n, letter(t), roles.get(n, contract.NO_ROLE)) for n, t in members])]
+        new_ops[0].location = flow.location
         for rule, region in transformer.rule_regions():
             new_ops.append(RuleLifter(op, members).lift_rule(tname, rule, region))
         for o in list(op.ops):

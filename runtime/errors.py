@@ -1,4 +1,12 @@
-"""User-facing runtime errors.
+"""User-facing errors.
+
+:class:`UserError` is the root of every error a tool reports to a user as one line, without a
+traceback: the compiler's located diagnostics (``cfmlir.diagnostics.CfError``), the runtime's
+:class:`CfRuntimeError`, the compiled engine's errors (``EngineError``, ``WideningError``,
+``LoopLimitError``) and the tools' option errors.  ``str(err)`` is its one-line message;
+``err.diagnostic`` is the line a tool prints (``error: `` and the message, unless the message is
+already a complete diagnostic, as those of :class:`CfRuntimeError` and ``CfError`` are).  Tools catch
+:class:`UserError`; anything else is an internal error.
 
 Every error the runtime raises for bad user input (a network file, a CSV
 file, a VNN-LIB file, a bad option value) is a :class:`CfRuntimeError`.
@@ -17,8 +25,19 @@ from __future__ import annotations
 from pathlib import Path
 
 
-class CfRuntimeError(Exception):
-    """Base class; ``str()`` is the one-line user-facing message."""
+class UserError(Exception):
+    """The root of the user-facing errors; ``str()`` is the one-line message (see the module docstring):
+    raise it with one line."""
+
+    @property
+    def diagnostic(self) -> str:
+        """The one line a tool prints for this error."""
+        return f"error: {self}"
+
+
+class CfRuntimeError(UserError):
+    """Base class of the runtime's input errors; ``str()`` is the one-line user-facing message,
+    ``error: ...`` included."""
 
     def __init__(self, what: str, *, file: str | Path | None = None, line: int | None = None):
         self.what = " ".join(str(what).split())  # force a single line
@@ -36,6 +55,10 @@ class CfRuntimeError(Exception):
         return f"error: {loc}{self.what}"
 
     def __str__(self) -> str:
+        return self.message
+
+    @property
+    def diagnostic(self) -> str:
         return self.message
 
 

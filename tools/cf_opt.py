@@ -35,6 +35,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cfmlir.diagnostics import CfError
 from cfmlir.tools.arg_errors import one_line_errors
+from cfruntime.errors import UserError
 
 def _compiler_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     from cfmlir.passes.pipeline import PASSES as COMPILER_PASSES
@@ -168,7 +169,9 @@ class CfOptMain(xDSLOptMain):
             raise locate_verify_error(prog, err, self.get_input_name()) from None
 
 
-class _UsageError(Exception):
+class _UsageError(UserError):
+    """A bad command line: ``cf-opt: error: ...`` (or the message as is, when ``bare``)."""
+
     def __init__(self, message: str, bare: bool = False):
         super().__init__(message)
         self.bare = bare
@@ -176,16 +179,18 @@ class _UsageError(Exception):
     def line(self) -> str:
         return str(self) if self.bare else f"cf-opt: error: {self}"
 
+    @property
+    def diagnostic(self) -> str:
+        return self.line()
+
 
 def _error_line(err: BaseException, file: str) -> str:
     from cfmlir.frontend import parse_error_to_cf
 
-    if isinstance(err, CfError):
-        return str(err)
+    if isinstance(err, UserError):  # CfError (located), _UsageError
+        return err.diagnostic
     if isinstance(err, ParseError):
         return str(parse_error_to_cf(err, file))
-    if isinstance(err, _UsageError):
-        return err.line()
     msg = " ".join(str(err.args[0] if err.args else err).split())
     if isinstance(err, DiagnosticException):
         return f"{file}: error: {msg}"
@@ -209,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. cf-opt x.cf | head
         return 0
     except Exception as err:  # noqa: BLE001 - one line, never a traceback
-        if os.environ.get("CF_OPT_TRACEBACK") and not isinstance(err, (CfError, ParseError, _UsageError)):
+        if os.environ.get("CF_OPT_TRACEBACK") and not isinstance(err, (UserError, ParseError)):
             raise
         print(_error_line(err, file), file=sys.stderr)
         if argv is None:

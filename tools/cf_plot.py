@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cfmlir.tools.arg_errors import one_line_errors
+from cfruntime.errors import UserError
 
 #: how the shipped certifiers are called in the paper
 DISPLAY = {"ibp": "IBP", "crown_ibp": "CROWN-IBP", "deepz": "DeepZ", "deeppoly": "DeepPoly", "reusecert": "ReuseCert",
@@ -38,7 +39,7 @@ DEEPPOLY_P = re.compile(r"deeppoly_(\d+)$")
 DEFAULT_MODE = "CF"
 
 
-class PlotError(Exception):
+class PlotError(UserError):
     """A user error; ``str()`` is the message after ``error: ``."""
 
 
@@ -210,8 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             parts = [f"{meta['n']} images" if "n" in meta else None, meta.get("dtype"), f"mode {args.mode}"]
             title = "precision and analysis time: " + ", ".join(str(p) for p in parts if p)
         plot(runs, args.out, percent=args.percent, title=title, dpi=args.dpi)
-    except PlotError as e:
-        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+    except UserError as e:
+        print(" ".join(e.diagnostic.split()), file=sys.stderr)
         return 1
     return 0
 

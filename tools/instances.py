@@ -48,6 +48,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cfmlir.tools import run_args, run_setup, vnnlib_mode
+
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
 PREPARE_LIMIT_S = 600.0
 #: columns of an instances.csv line
@@ -180,18 +182,17 @@ def _worker_main(conn, args) -> None:
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    from cfmlir.tools import cf_run
 
     def failed(e: BaseException) -> str:
-        if os.environ.get("CF_RUN_TRACEBACK") and cf_run.is_internal_error(e):
+        if os.environ.get("CF_RUN_TRACEBACK") and run_setup.is_internal_error(e):
             import traceback
 
             traceback.print_exc()
-        return cf_run.error_line(e)
+        return run_setup.error_line(e)
 
-    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     try:
-        loaded = cf_run._load_program(args, certifier)
+        loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))
     except BaseException as e:  # noqa: BLE001 - reported to the parent
         conn.send(("failed", failed(e)))
@@ -207,8 +208,8 @@ def _worker_main(conn, args) -> None:
         a = copy.copy(args)
         a.net, a.vnnlib, a.instances, a.json, a.results, a.timeout = net, vnnlib, None, None, None, None
         try:
-            check = cf_run._parse_check(a)
-            out, lines, check_error = cf_run.vnnlib_instance(a, loaded, certifier, check)
+            check = run_setup.parse_check(a)
+            out, lines, check_error = vnnlib_mode.vnnlib_instance(a, loaded, certifier, check)
             reply = ("done", out, lines, check_error)
         except BaseException as e:  # noqa: BLE001 - reported to the parent
             reply = ("failed", failed(e))
@@ -246,9 +247,9 @@ class Worker:
             return ("failed", f"error: the analysis process died ({how}; out of memory?)")
 
     def prepare(self, limit: float) -> float:
-        """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.cf_run.ReportedError`
+        """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.run_setup.ReportedError`
         when it cannot be, :class:`WorkerTimeout` after ``limit`` seconds."""
-        from cfmlir.tools.cf_run import ReportedError
+        from cfmlir.tools.run_setup import ReportedError
 
         msg = self._answer(limit)
         if msg[0] != "ready":
@@ -297,9 +298,8 @@ class Worker:
 # ---------------------------------------------------------------------------------------------
 def run_with_timeout(args, start: float) -> int:
     """One VNN-LIB instance with a deadline of ``args.timeout`` seconds from ``start``; cf-run's exit status."""
-    from cfmlir.tools import cf_run
 
-    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     deadline = start + args.timeout
     worker = Worker(args)
     try:
@@ -311,9 +311,9 @@ def run_with_timeout(args, start: float) -> int:
     finally:
         worker.close()
     if outcome.verdict == "error":
-        raise cf_run.ReportedError(outcome.message)
+        raise run_setup.ReportedError(outcome.message)
     if outcome.verdict != "timeout":
-        return cf_run.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error)
+        return vnnlib_mode.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error)
     elapsed = time.perf_counter() - start
     net = args.net
     if net is None:
@@ -323,10 +323,10 @@ def run_with_timeout(args, start: float) -> int:
     out = {"certifier": str(certifier), "network": str(net), "vnnlib": str(args.vnnlib), "verdict": "timeout",
            "timeout_s": args.timeout, "times": {"elapsed_s": elapsed}}
     lines = [f"certifier {certifier} on {Path(net).name}, property {Path(args.vnnlib).name} "
-             f"(engine: {cf_run._engine_label(args)})",
+             f"(engine: {run_setup.engine_label(args)})",
              "verdict:   timeout",
              f"time:      {elapsed:.3f}s (limit {args.timeout:g}s)"]
-    return cf_run.finish_vnnlib(args, out, lines, None)
+    return vnnlib_mode.finish_vnnlib(args, out, lines, None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,11 +334,10 @@ def run_with_timeout(args, start: float) -> int:
 # ---------------------------------------------------------------------------------------------
 def run_instances(args) -> int:
     """Every instance of ``args.instances``; cf-run's exit status (see the module docstring)."""
-    from cfmlir.tools import cf_run
     from cfruntime.results import VERDICTS
 
     t_start = time.perf_counter()
-    certifier = args.certifier or cf_run.DEFAULT_CERTIFIER
+    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     instances = read_instances(args.instances)
     csv_path = Path(args.instances)
     if csv_path.is_dir():
@@ -351,10 +350,10 @@ def run_instances(args) -> int:
             res_dir.mkdir(parents=True, exist_ok=True)
             csv_file = open(out_csv, "w", encoding="utf-8", newline="")
         except OSError as e:
-            raise cf_run.UsageError(f"cannot write {e.filename or out_csv}: {e.strerror or e}") from None
+            raise run_args.UsageError(f"cannot write {e.filename or out_csv}: {e.strerror or e}") from None
         writer = csv.writer(csv_file, lineterminator="\n")
     if not args.quiet:
-        print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {cf_run._engine_label(args)})",
+        print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {run_setup.engine_label(args)})",
               flush=True)
     counts = {v: 0 for v in VERDICTS}
     rows, unsound = [], 0
@@ -373,7 +372,7 @@ def run_instances(args) -> int:
                 print(_at_line(outcome.check_error, csv_path, inst.line), file=sys.stderr, flush=True)
             if writer is not None:
                 cex = (outcome.out or {}).get("counterexample")
-                cf_run.write_results_file(res_dir / result_file_name(inst), outcome.verdict, cex)
+                vnnlib_mode.write_results_file(res_dir / result_file_name(inst), outcome.verdict, cex)
                 writer.writerow([inst.onnx_text, inst.vnnlib_text, outcome.verdict, f"{outcome.seconds:.3f}"])
                 csv_file.flush()
             rows.append({"line": inst.line, "onnx": inst.onnx_text, "vnnlib": inst.vnnlib_text, "verdict": outcome.verdict,
@@ -389,7 +388,7 @@ def run_instances(args) -> int:
     total_s = time.perf_counter() - t_start
     instances_s = sum(r["time_s"] for r in rows)
     if args.json:
-        cf_run._write_json(args.json, {"certifier": str(certifier), "instances_csv": str(csv_path), "instances": rows,
+        run_setup.write_json(args.json, {"certifier": str(certifier), "instances_csv": str(csv_path), "instances": rows,
                                        "counts": counts, "times": {"total_s": total_s, "instances_s": instances_s,
                                                                    "startup_s": startup_s}})
     if not args.quiet:
@@ -400,7 +399,7 @@ def run_instances(args) -> int:
             print(f"results:   {out_csv} (result files in {res_dir})")
     if counts["error"]:
         return 1
-    return cf_run.EXIT_UNSOUND if unsound else 0
+    return run_args.EXIT_UNSOUND if unsound else 0
 
 
 @dataclass
@@ -418,7 +417,6 @@ def _limit(args, inst: Instance) -> float:
 def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
-    from cfmlir.tools import cf_run
 
     worker = None
     try:
@@ -433,7 +431,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 try:
                     worker.prepare(PREPARE_LIMIT_S)
                 except WorkerTimeout:
-                    raise cf_run.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
+                    raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
                 finally:
                     startup.seconds += time.perf_counter() - t0
             outcome = worker.run(inst.onnx, inst.vnnlib, limit)
@@ -467,7 +465,6 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
     import os
 
     from cfmlir.distributed import RemoteFailure
-    from cfmlir.tools import cf_run
 
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)  # before a Worker is spawned: it inherits the directory
@@ -483,7 +480,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
             worker.prepare(PREPARE_LIMIT_S)
         except WorkerTimeout:
             return RemoteFailure(f"error: the analysis process did not start within {PREPARE_LIMIT_S:g}s")
-        except cf_run.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
+        except run_setup.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
             return RemoteFailure(str(e))
         finally:
             startup_s = time.perf_counter() - t0
@@ -537,7 +534,6 @@ def prepare_main(argv: list[str] | None = None) -> int:
     """``python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB``: compile the certifier (into the
     cache, so ``run_instance.sh`` finds it compiled) and check that the network and the property load
     and match; one ``error:`` line and exit status 1 when they do not.  No analysis."""
-    from cfmlir.tools import cf_run
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[0] != "prepare":
@@ -548,15 +544,15 @@ def prepare_main(argv: list[str] | None = None) -> int:
         from cfruntime.errors import PropertyError
         from cfruntime.properties import parse_vnnlib
 
-        args = cf_run.build_parser().parse_args(["--certifier", certifier])
-        cf_run._load_program(args, certifier)
-        network, _prep = cf_run._load_network(Path(net))
+        args = run_args.build_parser().parse_args(["--certifier", certifier])
+        run_setup.load_program(args, certifier)
+        network, _prep = run_setup.load_network_file(Path(net))
         prop = parse_vnnlib(vnnlib)
         if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
             raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
                                 f"{network.input_size} and {network.output_size}", file=vnnlib)
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
-        print(cf_run.error_line(e), file=sys.stderr)
+        print(run_setup.error_line(e), file=sys.stderr)
         return 1
     return 0
 

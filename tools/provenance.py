@@ -58,7 +58,7 @@ def certifier_record(certifier: str) -> dict:
 
 def provenance(args, certifier: str, net_path, compiled, preprocessing, *, data=None, vnnlib=None) -> dict:
     """The ``"provenance"`` object of a run: ``args`` (cf-run's parsed options, ``args.argv`` its
-    arguments), ``compiled`` (``cf_run.LoadedProgram``), ``preprocessing`` (a
+    arguments), ``compiled`` (``run_setup.LoadedProgram``), ``preprocessing`` (a
     :class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`), ``data`` or ``vnnlib`` the input file."""
     compiled_engine = args.engine == "compiled"
     out = {

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
-from cfmlir.typing import types as T
 
 _MISSING = object()
 

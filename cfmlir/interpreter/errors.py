@@ -1,7 +1,8 @@
 """Errors of the reference interpreter.
 
-:class:`InterpreterError` is a :class:`cfruntime.errors.CfRuntimeError`: ``str()`` is a one-line
-``error: ...`` message that ``cf-run`` prints as is (no traceback).
+:class:`InterpreterError` is a :class:`cfruntime.errors.CfRuntimeError` (so a user error,
+:class:`cfruntime.errors.UserError`): ``str()`` is a one-line ``error: ...`` message that ``cf-run``
+prints as is (no traceback).
 """
 
 from __future__ import annotations

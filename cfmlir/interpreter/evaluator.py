@@ -37,11 +37,11 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.traverse import map_expr, traverse
 from cfmlir.syntax import ast
-from cfmlir.typing import types as T
 
 Fn = Callable[[tuple], Any]
 

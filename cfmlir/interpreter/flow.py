@@ -32,12 +32,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.callers import unary_caller
 from cfmlir.interpreter.evaluator import CompiledFunc, ExprCompiler, converter
 from cfmlir.interpreter.input_shape import Roles, input_initialisers, member_roles
-from cfmlir.typing import types as T
 from cfmlir.typing.checker import CheckedProgram
 from cfruntime import contract
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.syntax import ast
-from cfmlir.typing import types as T
 from cfmlir.typing.checker import CheckedProgram
 from cfruntime import contract
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Union
 from cfmlir.diagnostics import Loc
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from cfmlir.typing.types import Type
+    from cfmlir.dialects.cf_type_lattice import Type
 
 
 # ----------------------------------------------------------------------------------------------
@@ -117,23 +117,6 @@ class Call(ExprBase):
     args: list["Expr"]
 
 
-#: Builtin functions and the number of arguments they accept.
-BUILTIN_ARITIES: dict[str, tuple[int, ...]] = {
-    "max": (1, 2),
-    "min": (1, 2),
-    "sum": (1,),
-    "avg": (1,),
-    "len": (1,),
-    "argmax": (1, 2),
-    "argmin": (1, 2),
-    "concat": (2,),
-    "map_list": (2,),
-    "sigmoid": (1,),
-    "tanh": (1,),
-    "exp": (1,),
-    "abs": (1,),
-    "log": (1,),
-}
 BUILTIN_ALIASES = {"sigma": "sigmoid", "mapList": "map_list", "compare": "argmax"}
 
 
@@ -156,7 +139,6 @@ class Lp(ExprBase):
 #: ``alpha`` is the parameter of a ``LeakyRelu`` (negative slope) or ``Elu`` layer, the same for every neuron of the
 #: layer, and 0 for neurons of layers without one.
 METADATA_NAMES = ("weight", "bias", "layer", "last_layer", "alpha")
-METADATA_ALIASES = {"w": "weight", "b": "bias"}
 
 
 @dataclass(kw_only=True)
@@ -246,14 +228,6 @@ class FuncDecl:
     ret: "Type | None" = field(default=None, compare=False, repr=False)
 
 
-#: Network operators a transformer can give rules for (canonical spellings).  Each also exists as
-#: ``rev_<Op>`` for backward flows.
-UNARY_OPERATORS = ("Relu", "Sigmoid", "Tanh", "Abs", "Relu6", "HardTanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
-                   "Softplus")
-LIST_OPERATORS = ("Affine", "Maxpool", "Minpool", "Avgpool")
-BINARY_NEURON_OPERATORS = ("Neuron_add", "Neuron_mult", "Neuron_max", "Neuron_min")
-FORWARD_OPERATORS = LIST_OPERATORS + UNARY_OPERATORS + BINARY_NEURON_OPERATORS
-OPERATORS = FORWARD_OPERATORS + tuple("rev_" + op for op in FORWARD_OPERATORS)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cfmlir.diagnostics import CfError, Loc
+from cfmlir.dialects import cf_typing_rules as rules
 from cfmlir.syntax import ast
 from cfmlir.syntax.lexer import Token, TokenKind, tokenize
 
@@ -45,8 +46,8 @@ RESERVED = frozenset(
     }
 )
 
-_OPERATOR_SPELLINGS = {op.lower(): op for op in ast.OPERATORS}
-_OPERATOR_SPELLINGS.update({"rev_" + op.lower(): "rev_" + op for op in ast.FORWARD_OPERATORS})
+_OPERATOR_SPELLINGS = {op.lower(): op for op in rules.OPERATORS}
+_OPERATOR_SPELLINGS.update({"rev_" + op.lower(): "rev_" + op for op in rules.FORWARD_OPERATORS})
 _OPERATOR_SPELLINGS.update({"maxpool2d": "Maxpool", "avgpool2d": "Avgpool", "linear": "Affine"})
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
@@ -284,7 +285,7 @@ class Parser:
                     raise CfError(m.loc, f"expected a shape member or metadata name, found {m.describe()}")
                 self.next()
                 self.expect("]")
-                member = ast.METADATA_ALIASES.get(m.text, m.text)
+                member = rules.METADATA_ALIASES.get(m.text, m.text)
                 e = ast.Access(base=e, member=member, member_loc=m.loc, loc=e.loc)
             elif self.at("."):
                 self.next()
@@ -395,11 +396,11 @@ class Parser:
             self.expect(")")
             return ast.Lp(sense=sense.text, objective=obj, constraints=cons, loc=t.loc)
         builtin = ast.BUILTIN_ALIASES.get(word, word)
-        if builtin in ast.BUILTIN_ARITIES and self.peek().text == "(":
+        if builtin in rules.BUILTIN_ARITIES and self.peek().text == "(":
             self.next()
             args = self.parse_args()
-            if len(args) not in ast.BUILTIN_ARITIES[builtin]:
-                want = " or ".join(str(a) for a in ast.BUILTIN_ARITIES[builtin])
+            if len(args) not in rules.BUILTIN_ARITIES[builtin]:
+                want = " or ".join(str(a) for a in rules.BUILTIN_ARITIES[builtin])
                 raise CfError(t.loc, f"'{word}' takes {want} argument(s), got {len(args)}")
             return ast.Builtin(name=builtin, args=args, loc=t.loc)
         if word in RESERVED:

@@ -8,55 +8,33 @@ flow must name a transformer and functions of the right types.  Every expression
 in ``node.ty`` so later stages read types off the tree.  The first error stops checking and is raised
 as a one-line :class:`~cfmlir.diagnostics.CfError`.
 
-Typing highlights (ConstraintFlow semantics):
+The typing rules of the expression forms (what type an operator, builtin, member access... gives
+its operands' types, and the message when it is ill-typed) are not here: they live in
+:mod:`cfmlir.dialects.cf_typing_rules`, which the ``cf`` dialect's verifiers apply too.  This module
+resolves names, walks the AST, hands each node's operand types to its rule and reports a rule's
+:class:`~cfmlir.dialects.cf_typing_rules.TypingError` as a :class:`CfError` at the node (or at the
+operand the rule blames).  The declaration-level checks are here:
 
-* ``+``/``-``: numeric -> numeric; otherwise both sides must be PolyExp-like (-> PolyExp) or
-  SymExp-like (-> SymExp).  ``*``: one side must be a scalar.  ``/``: the divisor must be a scalar.
-* comparisons: Float x Float -> Bool; PolyExp x PolyExp -> Ct.  ``e In z``: PolyExp x SymExp -> Ct.
-* ``e.map(f)``: over a PolyExp ``f : (Neuron, Float) -> T``; over a SymExp ``f : (Noise, Float) -> T``;
-  the result is ``lub(T, Float)`` (the summands and the constant term are added).
-* ``l.dot(w)``: Neuron List . Float List -> PolyExp; SymExp List . Float List -> SymExp;
-  Float List . Float List -> Float.
-* ``e.traverse(d, p, s, f){c}``: ``p : (Neuron, Float) -> Float``, ``s : (Neuron, Float) -> Bool``,
-  ``f : (Neuron, Float) -> PolyExp``, ``c : Ct``; the result is a PolyExp.
-* a rule returns a tuple with one value per shape member, each a subtype of the member's type.
+* a shape's constraints are Ct, and its members do not reuse metadata names;
+* a function does not return a tuple;
+* a rule returns a tuple with one value per shape member, each a subtype of the member's type;
+* a flow's priority and stop functions have types ``(Neuron) -> Float`` and ``(Neuron) -> Bool``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cfmlir.diagnostics import CfError, Loc
-from cfmlir.syntax import ast
-from cfmlir.typing.types import (
-    BASE_TYPES, BOOL, CT, FLOAT, INT, NEURON, NOISE, POLYEXP, SYMEXP,
+from cfmlir.dialects import cf_typing_rules as rules
+from cfmlir.dialects.cf_type_lattice import (
+    BASE_TYPES, BOOL, CT, FLOAT, INT, NEURON, NOISE,
     BaseType, FuncType, ListType, TupleType, Type,
-    is_numeric, is_poly_like, is_subtype, is_sym_like, lub,
+    is_subtype,
 )
-
-#: Types of metadata accessible on every neuron.
-METADATA_TYPES: dict[str, Type] = {
-    "weight": ListType(FLOAT),
-    "bias": FLOAT,
-    "layer": INT,
-    "last_layer": INT,
-    "alpha": FLOAT,
-}
-
-
-def operator_bindings(op: str) -> dict[str, Type]:
-    """The names a transformer rule for ``op`` may use, with their types."""
-    base = op[4:] if op.startswith("rev_") else op
-    env: dict[str, Type] = {"curr": NEURON, "curr_list": ListType(NEURON)}
-    if base in ast.LIST_OPERATORS:
-        env["prev"] = ListType(NEURON)
-    elif base in ast.UNARY_OPERATORS:
-        env["prev"] = NEURON
-    elif base in ast.BINARY_NEURON_OPERATORS:
-        env.update(prev=ListType(NEURON), prev_0=NEURON, prev_1=NEURON)
-    else:  # pragma: no cover - the parser only produces known operators
-        raise AssertionError(op)
-    return env
+from cfmlir.dialects.cf_typing_rules import METADATA_TYPES, TypingError, operator_bindings
+from cfmlir.syntax import ast
 
 
 def type_of_ref(ref: ast.TypeRef) -> Type:
@@ -107,7 +85,7 @@ class Checker:
         for p in decl.members:
             if p.name in self.members:
                 raise CfError(p.loc, f"shape member '{p.name}' is declared twice")
-            if p.name in METADATA_TYPES or p.name in ast.METADATA_ALIASES:
+            if rules.is_metadata_name(p.name):
                 raise CfError(p.loc, f"shape member '{p.name}' clashes with the metadata name '{p.name}'")
             self.members[p.name] = type_of_ref(p.type)
             self.member_order.append(p.name)
@@ -169,6 +147,15 @@ class Checker:
         e.ty = t
         return t
 
+    def _rule(self, e: ast.Expr, operands: Sequence[ast.Expr], rule: Callable[..., Type], *args) -> Type:
+        """``rule(*args)``, a typing rule of :mod:`~cfmlir.dialects.cf_typing_rules`; its
+        :class:`TypingError` becomes a :class:`CfError` at the blamed operand (``operands[i]``) or at ``e``."""
+        try:
+            return rule(*args)
+        except TypingError as err:
+            loc = e.loc if err.operand is None else operands[err.operand].loc
+            raise CfError(loc, err.message) from None
+
     def _expr(self, e: ast.Expr, env: dict[str, Type]) -> Type:
         if isinstance(e, ast.IntLit):
             return INT
@@ -187,245 +174,65 @@ class Checker:
                 raise CfError(e.loc, f"'{e.name}' is not available here")
             raise CfError(e.loc, f"unknown name '{e.name}'")
         if isinstance(e, ast.Binary):
-            return self.binary(e, env)
+            a, b = self.expr(e.lhs, env), self.expr(e.rhs, env)
+            return self._rule(e, (e.lhs, e.rhs), rules.binary, e.op, a, b)
         if isinstance(e, ast.Unary):
             t = self.expr(e.operand, env)
-            if e.op == "!":
-                if t == BOOL or t == CT:
-                    return t
-                raise CfError(e.loc, f"'!' needs a Bool, got {t}")
-            if is_numeric(t):
-                return t
-            if is_poly_like(t):
-                return POLYEXP
-            if is_sym_like(t):
-                return SYMEXP
-            raise CfError(e.loc, f"unary '-' cannot be applied to {t}")
+            return self._rule(e, (e.operand,), rules.unary, e.op, t)
         if isinstance(e, ast.Ternary):
-            c = self.expr(e.cond, env)
-            if c != BOOL:
-                raise CfError(e.cond.loc, f"the condition of a conditional must be Bool, got {c}")
-            a, b = self.expr(e.then, env), self.expr(e.otherwise, env)
-            t = lub(a, b)
-            if t is None:
-                raise CfError(e.loc, f"the branches of a conditional have incompatible types {a} and {b}")
-            return t
+            parts = (e.cond, e.then, e.otherwise)
+            return self._rule(e, parts, rules.select, _OperandTypes(self, parts, env))
         if isinstance(e, ast.Call):
-            return self.call(e, env)
+            ft = self.expr(e.callee, env)
+            return self._rule(e, e.args, rules.call, ft, _OperandTypes(self, e.args, env))
         if isinstance(e, ast.Builtin):
-            return self.builtin(e, env)
+            return self._rule(e, e.args, rules.builtin, e.name, _OperandTypes(self, e.args, env))
         if isinstance(e, ast.Lp):
-            o = self.expr(e.objective, env)
-            if not is_poly_like(o):
-                raise CfError(e.objective.loc, f"lp objective must be a PolyExp, got {o}")
-            c = self.expr(e.constraints, env)
-            if not (is_subtype(c, CT) or is_subtype(c, ListType(CT))):
-                raise CfError(e.constraints.loc, f"lp constraints must be Ct or a Ct List, got {c}")
-            return FLOAT
+            parts = (e.objective, e.constraints)
+            return self._rule(e, parts, rules.lp, _OperandTypes(self, parts, env))
         if isinstance(e, ast.Access):
-            return self.access(e, env)
+            b = self.expr(e.base, env)
+            try:
+                mt = rules.member_type(e.member, self.members)
+            except TypingError as err:
+                raise CfError(e.member_loc, err.message) from None
+            return self._rule(e, (e.base,), rules.access, b, e.member, mt)
         if isinstance(e, ast.Map):
-            return self.map(e, env)
+            b, f = self.expr(e.base, env), self.expr(e.func, env)
+            return self._rule(e, (e.base, e.func), rules.map_, b, f)
         if isinstance(e, ast.Dot):
             b, w = self.expr(e.base, env), self.expr(e.arg, env)
-            if not (isinstance(w, ListType) and is_numeric(w.elem)):
-                raise CfError(e.arg.loc, f"dot needs a Float List of coefficients, got {w}")
-            if isinstance(b, ListType) and is_numeric(b.elem):
-                return FLOAT  # an ordinary dot product of two Float Lists
-            if isinstance(b, ListType) and is_poly_like(b.elem):
-                return POLYEXP
-            if isinstance(b, ListType) and is_sym_like(b.elem):
-                return SYMEXP
-            raise CfError(e.base.loc, f"dot needs a Neuron List, PolyExp List or SymExp List, got {b}")
+            return self._rule(e, (e.base, e.arg), rules.dot, b, w)
         if isinstance(e, ast.Traverse):
-            return self.traverse(e, env)
+            parts = (e.base, e.priority, e.stop, e.replace, e.invariant)
+            return self._rule(e, parts, rules.traverse, _OperandTypes(self, parts, env))
         if isinstance(e, ast.TupleExpr):
-            return TupleType(tuple(self.expr(x, env) for x in e.elems))
+            return self._rule(e, e.elems, rules.tuple_, _OperandTypes(self, e.elems, env))
         if isinstance(e, ast.ListLit):
-            if not e.elems:
-                raise CfError(e.loc, "empty list literals are not supported")
-            t = self.expr(e.elems[0], env)
-            for x in e.elems[1:]:
-                u = self.expr(x, env)
-                j = lub(t, u)
-                if j is None:
-                    raise CfError(x.loc, f"list elements have incompatible types {t} and {u}")
-                t = j
-            return ListType(t)
+            return self._rule(e, e.elems, rules.list_literal, _OperandTypes(self, e.elems, env))
         raise AssertionError(type(e))  # pragma: no cover
 
-    def binary(self, e: ast.Binary, env: dict[str, Type]) -> Type:
-        a, b = self.expr(e.lhs, env), self.expr(e.rhs, env)
-        op = e.op
-        if isinstance(a, (TupleType, FuncType)) or isinstance(b, (TupleType, FuncType)):
-            bad = a if isinstance(a, (TupleType, FuncType)) else b
-            raise CfError(e.loc, f"operator '{op}' cannot be applied to a value of type {bad}")
-        if op in ("+", "-"):
-            if is_numeric(a) and is_numeric(b):
-                return lub(a, b)  # type: ignore[return-value]
-            if is_poly_like(a) and is_poly_like(b):
-                return POLYEXP
-            if is_sym_like(a) and is_sym_like(b):
-                return SYMEXP
-            raise CfError(e.loc, f"operator '{op}' cannot be applied to {a} and {b}")
-        if op == "*":
-            if is_numeric(a) and is_numeric(b):
-                return lub(a, b)  # type: ignore[return-value]
-            scalar, other = (a, b) if is_numeric(a) else (b, a)
-            if not is_numeric(scalar):
-                raise CfError(e.loc, f"operator '*' needs a scalar operand, got {a} and {b} (the product would not be linear)")
-            if is_poly_like(other):
-                return POLYEXP
-            if is_sym_like(other):
-                return SYMEXP
-            raise CfError(e.loc, f"operator '*' cannot be applied to {a} and {b}")
-        if op == "/":
-            if not is_numeric(b):
-                raise CfError(e.rhs.loc, f"the divisor must be a scalar, got {b}")
-            if is_numeric(a):
-                return FLOAT
-            if is_poly_like(a):
-                return POLYEXP
-            if is_sym_like(a):
-                return SYMEXP
-            raise CfError(e.loc, f"operator '/' cannot be applied to {a} and {b}")
-        if op in ("and", "or"):
-            if a == BOOL and b == BOOL:
-                return BOOL
-            if is_subtype(a, CT) and is_subtype(b, CT):
-                return CT
-            raise CfError(e.loc, f"operator '{op}' needs Bool or Ct operands, got {a} and {b}")
-        if op == "In":
-            if is_poly_like(a) and is_sym_like(b):
-                return CT
-            raise CfError(e.loc, f"operator 'In' needs a PolyExp and a SymExp, got {a} and {b}")
-        # comparisons
-        if is_numeric(a) and is_numeric(b):
-            return BOOL
-        if op in ("==", "!=") and a == BOOL and b == BOOL:
-            return BOOL
-        if (is_poly_like(a) and is_poly_like(b)) or (is_sym_like(a) and is_sym_like(b)):
-            return CT
-        raise CfError(e.loc, f"operator '{op}' cannot compare {a} and {b}")
 
-    def call(self, e: ast.Call, env: dict[str, Type]) -> Type:
-        ft = self.expr(e.callee, env)
-        if not isinstance(ft, FuncType):
-            raise CfError(e.loc, f"called value is not a function (it has type {ft})")
-        if len(e.args) > len(ft.params):
-            raise CfError(e.loc, f"function takes {len(ft.params)} argument(s), got {len(e.args)}")
-        for i, (arg, want) in enumerate(zip(e.args, ft.params)):
-            got = self.expr(arg, env)
-            if not is_subtype(got, want):
-                raise CfError(arg.loc, f"argument {i + 1} has type {got}, expected {want}")
-        if len(e.args) < len(ft.params):
-            return FuncType(ft.params[len(e.args):], ft.ret)  # curried partial application
-        return ft.ret
+class _OperandTypes(Sequence[Type]):
+    """The types of an expression's operands for a typing rule, each sub-expression type-checked
+    (and its ``ty`` filled) when the rule first reads it: a rule reads its operands in the order its
+    checks need them, so of several errors the checker reports the one that rule order puts first."""
 
-    def _func_arg(self, e: ast.Expr, env: dict[str, Type], what: str) -> FuncType:
-        t = self.expr(e, env)
-        if not isinstance(t, FuncType):
-            raise CfError(e.loc, f"{what} must be a function, got {t}")
-        return t
+    def __init__(self, checker: Checker, exprs: Sequence[ast.Expr], env: dict[str, Type]):
+        self._checker, self._exprs, self._env = checker, exprs, env
+        self._types: dict[int, Type] = {}
 
-    def builtin(self, e: ast.Builtin, env: dict[str, Type]) -> Type:
-        n = e.name
-        if n in ("sigmoid", "tanh", "exp", "log", "abs"):
-            t = self.expr(e.args[0], env)
-            if not is_numeric(t):
-                raise CfError(e.args[0].loc, f"'{n}' needs a Float, got {t}")
-            return INT if (n == "abs" and t == INT) else FLOAT
-        if n in ("max", "min") and len(e.args) == 2:
-            a, b = self.expr(e.args[0], env), self.expr(e.args[1], env)
-            if is_numeric(a) and is_numeric(b):
-                return lub(a, b)  # type: ignore[return-value]
-            raise CfError(e.loc, f"'{n}' of two values needs Floats, got {a} and {b}")
-        lst = self.expr(e.args[0], env)
-        if not isinstance(lst, ListType):
-            raise CfError(e.args[0].loc, f"'{n}' needs a list, got {lst}")
-        el = lst.elem
-        if n in ("max", "min"):
-            if not is_numeric(el):
-                raise CfError(e.args[0].loc, f"'{n}' of a list needs a Float List, got {lst}")
-            return el
-        if n == "len":
-            return INT
-        if n in ("sum", "avg"):
-            if is_numeric(el):
-                return FLOAT if n == "avg" else el
-            if is_poly_like(el):
-                return POLYEXP
-            if is_sym_like(el):
-                return SYMEXP
-            raise CfError(e.args[0].loc, f"'{n}' cannot add up a {lst}")
-        if n in ("argmax", "argmin"):
-            if len(e.args) == 1:
-                if not is_numeric(el):
-                    raise CfError(e.args[0].loc, f"'{n}' of one list needs a Float List, got {lst}")
-                return INT
-            f = self._func_arg(e.args[1], env, f"the comparison of '{n}'")
-            if len(f.params) != 2 or not all(is_subtype(el, p) for p in f.params) or f.ret != BOOL:
-                raise CfError(e.args[1].loc, f"the comparison of '{n}' must have type ({el}, {el}) -> Bool, got {f}")
-            return lst
-        if n == "concat":
-            other = self.expr(e.args[1], env)
-            j = lub(lst, other)
-            if j is None:
-                raise CfError(e.loc, f"cannot concatenate {lst} and {other}")
-            return j
-        if n == "map_list":
-            f = self._func_arg(e.args[1], env, "the function of 'map_list'")
-            if len(f.params) != 1 or not is_subtype(el, f.params[0]):
-                raise CfError(e.args[1].loc, f"the function of 'map_list' must take one {el}, got {f}")
-            return ListType(f.ret)
-        raise AssertionError(n)  # pragma: no cover
+    def __len__(self) -> int:
+        return len(self._exprs)
 
-    def access(self, e: ast.Access, env: dict[str, Type]) -> Type:
-        b = self.expr(e.base, env)
-        if e.member in self.members:
-            mt = self.members[e.member]
-        elif e.member in METADATA_TYPES:
-            mt = METADATA_TYPES[e.member]
-        else:
-            raise CfError(e.member_loc, f"unknown shape member or metadata '{e.member}'")
-        if b == NEURON:
-            return mt
-        if b == ListType(NEURON):
-            return ListType(mt)
-        raise CfError(e.loc, f"'[{e.member}]' needs a Neuron or Neuron List, got {b}")
-
-    def map(self, e: ast.Map, env: dict[str, Type]) -> Type:
-        b = self.expr(e.base, env)
-        f = self._func_arg(e.func, env, "the argument of map")
-        if is_poly_like(b):
-            elem, kind = NEURON, "PolyExp"
-        elif is_sym_like(b):
-            elem, kind = NOISE, "SymExp"
-        else:
-            raise CfError(e.base.loc, f"map needs a PolyExp or SymExp, got {b}")
-        if len(f.params) != 2 or not is_subtype(elem, f.params[0]) or not is_subtype(FLOAT, f.params[1]):
-            raise CfError(e.func.loc, f"map over a {kind} needs a function ({elem}, Float) -> T, got {f}")
-        if not (is_poly_like(f.ret) or is_sym_like(f.ret)):
-            raise CfError(e.func.loc, f"the mapped function must return a Float, PolyExp or SymExp, got {f.ret}")
-        return lub(f.ret, FLOAT)  # type: ignore[return-value]
-
-    def traverse(self, e: ast.Traverse, env: dict[str, Type]) -> Type:
-        b = self.expr(e.base, env)
-        if not is_poly_like(b):
-            raise CfError(e.base.loc, f"traverse needs a PolyExp, got {b}")
-        for fe, role, ok in (
-            (e.priority, "priority", is_numeric),
-            (e.stop, "stop", lambda t: t == BOOL),
-            (e.replace, "replacement", is_poly_like),
-        ):
-            f = self._func_arg(fe, env, f"the traverse {role} function")
-            if len(f.params) != 2 or not is_subtype(NEURON, f.params[0]) or not is_subtype(FLOAT, f.params[1]) or not ok(f.ret):
-                want = {"priority": "Float", "stop": "Bool", "replacement": "PolyExp"}[role]
-                raise CfError(fe.loc, f"the traverse {role} function must have type (Neuron, Float) -> {want}, got {f}")
-        inv = self.expr(e.invariant, env)
-        if not is_subtype(inv, CT):
-            raise CfError(e.invariant.loc, f"the traverse invariant must be a constraint (Ct), got {inv}")
-        return POLYEXP
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if i not in self._types:
+            self._types[i] = self._checker.expr(self._exprs[i], self._env)
+        return self._types[i]
 
 
 def check(program: ast.Program) -> CheckedProgram:

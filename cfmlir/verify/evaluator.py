@@ -27,8 +27,8 @@ from typing import Any
 
 import z3
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.syntax import ast
-from cfmlir.typing import types as T
 from cfmlir.verify import values as S
 from cfmlir.verify.errors import FragmentError
 from cfmlir.verify.nonlinear import Nonlinear

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import z3
 
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.syntax import ast
 from cfmlir.syntax.unparse import unparse
-from cfmlir.typing import types as T
 from cfmlir.verify import values as S
 from cfmlir.verify.errors import FragmentError
 from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator

@@ -23,7 +23,7 @@ from typing import Any
 
 import z3
 
-from cfmlir.typing import types as T
+from cfmlir.dialects import cf_type_lattice as T
 
 
 class SNeuron:

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import z3
 
-from cfmlir.typing import types as T
+from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.verify.values import SNeuron, SNoise, SPoly, SSym
 
 

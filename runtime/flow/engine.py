@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from cfruntime import contract
+from cfruntime.errors import UserError
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt
 from cfruntime.flow import widening
@@ -31,8 +32,8 @@ from cfruntime.flow.values import Affine
 OPERATOR_OF_KIND = contract.OPERATOR_OF_KIND
 
 
-class EngineError(RuntimeError):
-    """A certifier/network combination the compiled engine cannot run (one-line message)."""
+class EngineError(UserError, RuntimeError):
+    """A certifier/network combination the compiled engine cannot run (one-line message; a user error)."""
 
 
 class EngineOutOfMemory(EngineError):

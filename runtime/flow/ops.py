@@ -17,6 +17,7 @@ import math
 import torch
 
 from cfruntime import tensor as gb
+from cfruntime.errors import UserError
 from cfruntime.flow import host
 from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import RepeatBlock
@@ -27,8 +28,8 @@ from cfruntime.tensor.block_base import same_value
 MAX_LOOP_ITERATIONS = 100_000
 
 
-class LoopLimitError(RuntimeError):
-    pass
+class LoopLimitError(UserError, RuntimeError):
+    """A traverse of the certifier did not finish (a user error, as the interpreter's runaway traverse)."""
 
 
 def loop_guard():

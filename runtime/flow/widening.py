@@ -101,6 +101,7 @@ import math
 import torch
 
 from cfruntime import contract
+from cfruntime.errors import UserError
 from cfruntime import tensor as gb
 from cfruntime.flow import parameters
 from cfruntime.flow.values import Affine
@@ -116,8 +117,8 @@ POST_OPS = 16
 U64 = 2.0 ** -53
 
 
-class WideningError(RuntimeError):
-    """No sound widening exists (the dtype is too coarse for sums this long)."""
+class WideningError(UserError, RuntimeError):
+    """No sound widening exists (the dtype is too coarse for sums this long): a user error (run in a wider dtype)."""
 
 
 def unit_roundoff(dtype: torch.dtype) -> float:

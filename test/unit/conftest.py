@@ -32,6 +32,39 @@ def _compiled_matches_interpreter(label, net, lb, ub, prog, compiled, modes, che
             assert violations == [], f"{label}: " + "; ".join(str(v) for v in violations[:5])
 
 
+class ShippedCertifiers:
+    """The shipped certifiers (``cfmlir/certifiers/*.cf``, by name), each built once per test session:
+    :meth:`interpreted` is the reference interpreter's program, :meth:`compiled` the compiled module
+    (with or without the domain rewrites; never from the on-disk compile cache)."""
+
+    def __init__(self) -> None:
+        self._programs: dict = {}
+        self._compiled: dict = {}
+
+    def interpreted(self, name: str):
+        from cfmlir.certifiers import certifier_source
+        from cfmlir.interpreter.run import compile_source
+
+        if name not in self._programs:
+            self._programs[name] = compile_source(*certifier_source(name), name)
+        return self._programs[name]
+
+    def compiled(self, name: str, rewrite: bool = True):
+        from cfmlir.certifiers import certifier_source
+        from cfmlir.compiler import compile_certifier, pipeline_for
+
+        if (name, rewrite) not in self._compiled:
+            self._compiled[name, rewrite] = compile_certifier(*certifier_source(name), pipeline_for(rewrite),
+                                                              use_cache=False)
+        return self._compiled[name, rewrite]
+
+
+@pytest.fixture(scope="session")
+def shipped() -> ShippedCertifiers:
+    """The session's :class:`ShippedCertifiers`: ``shipped.interpreted(name)``, ``shipped.compiled(name, rewrite)``."""
+    return ShippedCertifiers()
+
+
 @pytest.fixture
 def compiled_matches_interpreter():
     """The check ``(label, net, lb, ub, prog, compiled, modes, check=None)``: compiled bounds equal the

@@ -9,7 +9,8 @@
 //   masked_reduce, split_inner, substitute),
 //   a rule returning constants as PolyExp/SymExp members (shape-analysis: const_to_poly, const_to_sym);
 // the last rule is hand-written: no pass emits cftensor.remove_dim, and clamp with both bounds or
-// with max only.
+// with max only; reduce and masked_reduce by max, and a !cftensor.t whose sizes are products and
+// loop symbols, with a const element below the top.
 // The input is printed back unchanged (diff against the file without its comments and blank
 // lines: cf-opt ends its output with an empty line), printing is idempotent, and the generic form
 // parses back to the same module.
@@ -49,7 +50,7 @@ builtin.module {
     %23 = cftensor.const(1.000000e+00 : f64) : !cftensor.t<const R, [1], [1]>
     %24 = cftensor.mult %15, %23 : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
     %25 = cftensor.ternary %18, %22, %24 : (!cftensor.t<B, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
-    %26 = cftensor.reduce %25[2] size "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %26 = cftensor.reduce %25[2] kind "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %27 = cftensor.binary "add" %26, %16 : (!cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %28 = cftensor.access "Z" %3 : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>
     %29 = cftensor.access "Z" %4 : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>
@@ -72,7 +73,7 @@ builtin.module {
     %46 = cftensor.binary "sub" %44, %45 : (!cftensor.t<const R, [1], [1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<const R, [1], [1]>
     %47 = cftensor.mult %38, %46 : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
     %48 = cftensor.ternary %41, %43, %47 : (!cftensor.t<B, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
-    %49 = cftensor.reduce %48[2] size "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %49 = cftensor.reduce %48[2] kind "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %50 = cftensor.binary "add" %49, %39 : (!cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %51 = cftensor.access "Z" %3 : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>
     %52 = cftensor.access "Z" %4 : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>
@@ -295,7 +296,7 @@ builtin.module {
       %247 = cftensor.access "u" %243 : (!cftensor.t<N, [poly], [1] :: N, [1, 1], [batch, curr]>) -> !cftensor.t<R, [poly], [1] :: R, [batch, 1], [1, curr]>
       %248 = cftensor.binary "sub" %246, %247 : (!cftensor.t<R, [poly], [1] :: R, [batch, 1], [1, curr]>, !cftensor.t<R, [poly], [1] :: R, [batch, 1], [1, curr]>) -> !cftensor.t<R, [poly], [1] :: R, [batch, 1], [1, curr]>
       %249 = cftensor.repeat %248[1] size "curr" : (!cftensor.t<R, [poly], [1] :: R, [batch, 1], [1, curr]>) -> !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>
-      %250 = cftensor.masked_reduce %244, %249[2] size "min" : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+      %250 = cftensor.masked_reduce %244, %249[2] kind "min" : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
       %251 = cftensor.add_dim %250[2] : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [1], [poly] :: R, [batch, curr], [1, 1]>
       %252 = cftensor.repeat %251[2] size "poly" : (!cftensor.t<R, [1], [poly] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>
       %253 = cftensor.binary "eq" %249, %252 : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<B, [poly], [1] :: R, [batch, curr], [1, 1]>
@@ -351,7 +352,11 @@ builtin.module {
     %295 = cftensor.remove_dim %294[2] : (!cftensor.t<R, [batch, curr, 1], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %296 = cftensor.clamp %295 min(-1.000000e+00 : f64) max(1.000000e+00 : f64) : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     %297 = cftensor.clamp %295 max(0.000000e+00 : f64) : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-    cftensor.return %296, %297 : !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>
+    %298 = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
+    %299 = cftensor.reduce %298[2] kind "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %300 = cftensor.masked_reduce %298, %298[2] kind "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %301 = cftensor.input "s" : !cftensor.t<R, [s0], [1] :: const R, [2*batch, curr*poly], [1, lay]>
+    cftensor.return %296, %297, %299, %300, %301 : !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [s0], [1] :: const R, [2*batch, curr*poly], [1, lay]>
   }
 }
 
@@ -370,7 +375,7 @@ builtin.module {
 // CHECK: %{{[0-9]+}} = cftensor.const(0.000000e+00 : f64) : !cftensor.t<const R, [1], [1]>
 // CHECK: %{{[0-9]+}} = cftensor.mult %{{[0-9]+}}, %{{[0-9]+}} : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.ternary %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} : (!cftensor.t<B, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>
-// CHECK: %{{[0-9]+}} = cftensor.reduce %{{[0-9]+}}[2] size "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// CHECK: %{{[0-9]+}} = cftensor.reduce %{{[0-9]+}}[2] kind "sum" : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
 // CHECK: cftensor.return %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} : !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<S, [batch, curr], [1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.clamp %{{[0-9]+}} min(0.000000e+00 : f64) : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.neuron_to_poly %{{[0-9]+}} : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<P, [1, curr], [batch, 1]>
@@ -391,25 +396,31 @@ builtin.module {
 // CHECK: %{{[0-9]+}} = cftensor.substitute %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}[2] : (!cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>) -> !cftensor.t<P, [batch, curr], [1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.while(%{{[0-9]+}}) : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]> before {
 // CHECK: %{{[0-9]+}} = cftensor.any %{{[0-9]+}} : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<B, [1], [1]>
-// CHECK: %{{[0-9]+}} = cftensor.masked_reduce %{{[0-9]+}}, %{{[0-9]+}}[2] size "min" : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// CHECK: %{{[0-9]+}} = cftensor.masked_reduce %{{[0-9]+}}, %{{[0-9]+}}[2] kind "min" : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.merge_top %{{[0-9]+}} : (!cftensor.t<R, [poly], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.split_inner %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}[2] : (!cftensor.t<R, [poly, 1], [1, poly] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [poly, poly], [1, 1] :: P, [batch, 1], [1, curr]>, !cftensor.t<R, [poly, poly], [1, 1] :: P, [batch, 1], [1, curr]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
 // CHECK: %{{[0-9]+}} = cftensor.const_to_poly %{{[0-9]+}} : (!cftensor.t<const R, [1], [1]>) -> !cftensor.t<const P, [1], [1]>
 // CHECK: %{{[0-9]+}} = cftensor.const_to_sym %{{[0-9]+}} : (!cftensor.t<const R, [1], [1]>) -> !cftensor.t<const S, [1], [1]>
 // CHECK: %{{[0-9]+}} = cftensor.remove_dim %{{[0-9]+}}[2] : (!cftensor.t<R, [batch, curr, 1], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// CHECK: %{{[0-9]+}} = cftensor.reduce %{{[0-9]+}}[2] kind "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// CHECK: %{{[0-9]+}} = cftensor.masked_reduce %{{[0-9]+}}, %{{[0-9]+}}[2] kind "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// CHECK: %{{[0-9]+}} = cftensor.input "s" : !cftensor.t<R, [s0], [1] :: const R, [2*batch, curr*poly], [1, lay]>
 
 // The generic form spells the properties out:
 // GENERIC: "builtin.module"() ({
 // GENERIC-NEXT: "cftensor.flow"() <{direction = "forward", transformer = "deeppoly", members = ["l:R:lower", "u:R:upper", "L:P:lower", "U:P:upper"]}> : () -> ()
 // GENERIC-NEXT: "cftensor.rule"() <{transformer = "deepz", operator = "Neuron_add"}> ({
 // GENERIC-NEXT: %0 = "cftensor.input"() <{input_name = "curr"}> : () -> !cftensor.t<N, [1, curr], [batch, 1]>
-// GENERIC: "cftensor.reduce"(%{{[0-9]+}}) <{dim = #builtin.int<2>, size = "sum"}> : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+// GENERIC: "cftensor.reduce"(%{{[0-9]+}}) <{dim = #builtin.int<2>, kind = "sum"}> : (!cftensor.t<R, [sym], [1] :: R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
 // GENERIC: "cftensor.clamp"(%{{[0-9]+}}) <{min = 0.000000e+00 : f64}>
 // GENERIC: "cftensor.if"(%{{[0-9]+}}) ({
 // GENERIC: "cftensor.interval_inner"(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) <{dim = #builtin.int<2>}>
 // GENERIC: "cftensor.layer_traverse"(%{{[0-9]+}}) ({
 // GENERIC: "cftensor.while"(%{{[0-9]+}}) ({
-// GENERIC: "cftensor.masked_reduce"(%{{[0-9]+}}, %{{[0-9]+}}) <{dim = #builtin.int<2>, size = "min"}>
+// GENERIC: "cftensor.masked_reduce"(%{{[0-9]+}}, %{{[0-9]+}}) <{dim = #builtin.int<2>, kind = "min"}>
 // GENERIC: "cftensor.remove_dim"(%{{[0-9]+}}) <{dim = #builtin.int<2>}>
 // GENERIC: "cftensor.clamp"(%{{[0-9]+}}) <{min = -1.000000e+00 : f64, max = 1.000000e+00 : f64}>
 // GENERIC: "cftensor.clamp"(%{{[0-9]+}}) <{max = 0.000000e+00 : f64}>
+// GENERIC: "cftensor.reduce"(%{{[0-9]+}}) <{dim = #builtin.int<2>, kind = "max"}>
+// GENERIC: "cftensor.masked_reduce"(%{{[0-9]+}}, %{{[0-9]+}}) <{dim = #builtin.int<2>, kind = "max"}>
+// GENERIC: "cftensor.input"() <{input_name = "s"}> : () -> !cftensor.t<R, [s0], [1] :: const R, [2*batch, curr*poly], [1, lay]>

@@ -16,20 +16,20 @@ builtin.module {
     %w2 = cftensor.ternary %zn, %p, %ninf : (!cftensor.t<B, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
     %w3 = cftensor.ternary %nz, %p, %zero : (!cftensor.t<B, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
     %w4 = cftensor.ternary %m, %p, %inf : (!cftensor.t<B, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
-    %r1 = cftensor.reduce %w1[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-    %r2 = cftensor.reduce %w2[2] size "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-    %r3 = cftensor.reduce %w3[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-    %r4 = cftensor.reduce %w4[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-    %r5 = cftensor.reduce %w2[2] size "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r1 = cftensor.reduce %w1[2] kind "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r2 = cftensor.reduce %w2[2] kind "max" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r3 = cftensor.reduce %w3[2] kind "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r4 = cftensor.reduce %w4[2] kind "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r5 = cftensor.reduce %w2[2] kind "min" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     cftensor.return %r1, %r2, %r3, %r4, %r5 : !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>
   }
 }
 
 // CHECK:      %[[C:.*]] = cftensor.input "c"
 // CHECK-NEXT: %[[P:.*]] = cftensor.input "p"
-// CHECK:      %[[R1:.*]] = cftensor.masked_reduce %[[C]], %[[P]][2] size "min"
-// CHECK-NEXT: %[[R2:.*]] = cftensor.masked_reduce %[[C]], %[[P]][2] size "max"
-// CHECK-NEXT: %[[R3:.*]] = cftensor.reduce %{{.*}}[2] size "min"
-// CHECK-NEXT: %[[R4:.*]] = cftensor.reduce %{{.*}}[2] size "min"
-// CHECK-NEXT: %[[R5:.*]] = cftensor.reduce %{{.*}}[2] size "min"
+// CHECK:      %[[R1:.*]] = cftensor.masked_reduce %[[C]], %[[P]][2] kind "min"
+// CHECK-NEXT: %[[R2:.*]] = cftensor.masked_reduce %[[C]], %[[P]][2] kind "max"
+// CHECK-NEXT: %[[R3:.*]] = cftensor.reduce %{{.*}}[2] kind "min"
+// CHECK-NEXT: %[[R4:.*]] = cftensor.reduce %{{.*}}[2] kind "min"
+// CHECK-NEXT: %[[R5:.*]] = cftensor.reduce %{{.*}}[2] kind "min"
 // CHECK-NEXT: cftensor.return %[[R1]], %[[R2]], %[[R3]], %[[R4]], %[[R5]]

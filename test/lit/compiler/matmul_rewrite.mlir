@@ -8,9 +8,9 @@ builtin.module {
     %ra = cftensor.repeat %a[2] size "poly" : (!cftensor.t<R, [curr, poly, 1], [1, 1, poly]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
     %rb = cftensor.repeat %b[0] size "curr" : (!cftensor.t<R, [1, poly, poly], [curr, 1, 1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
     %m = cftensor.mult %ra, %rb : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>, !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
-    %r = cftensor.reduce %m[1] size "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
+    %r = cftensor.reduce %m[1] kind "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
     %m2 = cftensor.mult %rb, %ra : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>, !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
-    %r2 = cftensor.reduce %m2[1] size "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
+    %r2 = cftensor.reduce %m2[1] kind "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
     cftensor.return %r, %r2 : !cftensor.t<R, [curr, poly], [1, 1]>, !cftensor.t<R, [curr, poly], [1, 1]>
   }
 }

@@ -26,7 +26,7 @@ builtin.module {
     %rb = cftensor.repeat %b[0] size "curr" : (!cftensor.t<R, [1, poly, poly], [curr, 1, 1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
     %m = cftensor.mult %ra, %rb : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>, !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
     %m1 = cftensor.mult %m, %one : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [curr, poly, poly], [1, 1, 1]>
-    %r = cftensor.reduce %m1[1] size "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
+    %r = cftensor.reduce %m1[1] kind "sum" : (!cftensor.t<R, [curr, poly, poly], [1, 1, 1]>) -> !cftensor.t<R, [curr, poly], [1, 1]>
     cftensor.return %pos, %r : !cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [curr, poly], [1, 1]>
   }
 }

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from cftest import REPO
 
-REPO = Path(__file__).resolve().parents[3]
 BENCH = REPO / "bench"
 SHARED = REPO.parent / "shared"
 HAVE_SHARED = (SHARED / "nets" / "MANIFEST.json").is_file()

@@ -15,5 +15,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt if_return_arity.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}if_return_arity.mlir:6:5: error: 'cftensor.if' op each region of 'cftensor.if' ends in cftensor.return with one value per result{{$}}
+// CHECK: {{^}}if_return_arity.mlir:6:5: error: 'cftensor.if' op each region ends in cftensor.return with one value per result{{$}}
 // CHECK-NOT: {{.}}

@@ -1,9 +1,8 @@
 // A reduction over a dimension the operand does not have: rejected by the dimension check of the dim ops, as one line file:line:col: error: ...
-// ({{.*}}: cf-opt currently prints the op name twice, "'cftensor.reduce' op 'cftensor.reduce' ...".)
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
-    %r = cftensor.reduce %c[3] size "sum" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    %r = cftensor.reduce %c[3] kind "sum" : (!cftensor.t<R, [batch, curr, poly], [1, 1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
     cftensor.return %r : !cftensor.t<R, [batch, curr], [1, 1]>
   }
 }
@@ -11,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt reduce_dim.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}reduce_dim.mlir:6:5: error: 'cftensor.reduce' op {{.*}}dimension 3 is out of range for rank 3{{$}}
+// CHECK: {{^}}reduce_dim.mlir:5:5: error: 'cftensor.reduce' op dimension 3 is out of range for rank 3{{$}}
 // CHECK-NOT: {{.}}

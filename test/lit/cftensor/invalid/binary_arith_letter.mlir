@@ -1,0 +1,15 @@
+// An Int plus a Float typed I: rejected by the result-letter check of BinaryOp.verify_, as one line file:line:col: error: ...
+builtin.module {
+  cftensor.rule "t" "Relu" {
+    %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
+    %i = cftensor.input "i" : !cftensor.t<I, [batch, curr], [1, 1]>
+    %y = cftensor.binary "add" %i, %x : (!cftensor.t<I, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<I, [batch, curr], [1, 1]>
+    cftensor.return %y : !cftensor.t<I, [batch, curr], [1, 1]>
+  }
+}
+
+// RUN: cd %S && not cf-opt binary_arith_letter.mlir 2> %t.err
+// RUN: filecheck %s --input-file %t.err
+// CHECK-NOT: Traceback
+// CHECK: {{^}}binary_arith_letter.mlir:6:5: error: 'cftensor.binary' op 'add' of a Float (type letter R) gives R, not I{{$}}
+// CHECK-NOT: {{.}}

@@ -1,0 +1,14 @@
+// A negation (not) whose result is typed R, not a truth value: rejected by the result-letter check of UnaryOp.verify_, as one line file:line:col: error: ...
+builtin.module {
+  cftensor.rule "t" "Relu" {
+    %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
+    %y = cftensor.unary "not" %x : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
+    cftensor.return %y : !cftensor.t<R, [batch, curr], [1, 1]>
+  }
+}
+
+// RUN: cd %S && not cf-opt unary_letter.mlir 2> %t.err
+// RUN: filecheck %s --input-file %t.err
+// CHECK-NOT: Traceback
+// CHECK: {{^}}unary_letter.mlir:5:5: error: 'cftensor.unary' op 'not' gives a truth value (type letter B), not R{{$}}
+// CHECK-NOT: {{.}}

@@ -1,0 +1,57 @@
+"""``bench/vnncomp.py`` runs benchmark folders through ``cf-run --instances`` and tabulates the verdicts
+(issue 16): a folder of two generated benchmarks -- an MLP with one ``unsat`` and one ``sat`` instance,
+and one whose network has an op no certifier handles (``error``, with its reason)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from cfruntime.network.builders import make_model, mlp_model, random_mlp_weights
+from cftest import REPO
+
+
+
+def vnnlib(n_in: int, n_out: int, asserts: list[str]) -> str:
+    lines = [f"(declare-const X_{i} Real)" for i in range(n_in)] + [f"(declare-const Y_{j} Real)" for j in range(n_out)]
+    lines += [a for i in range(n_in) for a in (f"(assert (>= X_{i} 0.0))", f"(assert (<= X_{i} 0.1))")]
+    return "\n".join(lines + asserts) + "\n"
+
+
+def test_bench_tabulates_every_benchmark(tmp_path):
+    root = tmp_path / "benchmarks"
+    mlp = root / "mlp"
+    mlp.mkdir(parents=True)
+    ws, bs = random_mlp_weights([4, 8, 2], seed=7)
+    onnx.save(mlp_model(ws, bs, activations="relu", input_shape=(4,)), mlp / "net.onnx")
+    (mlp / "never.vnnlib").write_text(vnnlib(4, 2, ["(assert (>= Y_0 1000000.0))"]))  # unreachable: unsat
+    (mlp / "always.vnnlib").write_text(vnnlib(4, 2, ["(assert (<= Y_0 1000000.0))"]))  # every point: sat
+    (mlp / "instances.csv").write_text("net.onnx,never.vnnlib,60\nnet.onnx,always.vnnlib,60\n")
+    odd = root / "odd"
+    odd.mkdir()
+    onnx.save(make_model([helper.make_node("Sign", ["input"], ["output"], name="sign")], {}, (4,)), odd / "net.onnx")
+    (odd / "p.vnnlib").write_text(vnnlib(4, 4, ["(assert (>= Y_0 1000000.0))"]))
+    (odd / "instances.csv").write_text("net.onnx,p.vnnlib,60\n")
+    out = tmp_path / "vnncomp.json"
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(root), "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    lines = {l.split()[0]: l for l in p.stdout.splitlines()[1:]}
+    assert set(lines) == {"mlp", "odd"}
+    d = {b["benchmark"]: b for b in json.loads(out.read_text())["benchmarks"]}
+    assert (d["mlp"]["instances"], d["mlp"]["analysed"], d["mlp"]["unsat"], d["mlp"]["sat"]) == (2, 2, 1, 1)
+    assert (d["odd"]["instances"], d["odd"]["analysed"], d["odd"]["error"]) == (1, 0, 1)
+    assert list(d["odd"]["error_reasons"]) == ["unsupported ONNX op 'Sign'"]
+    assert "unsupported ONNX op 'Sign'" in lines["odd"]
+    assert np.isfinite(d["mlp"]["instances_s"])
+
+
+def test_bench_refuses_a_folder_without_instances(tmp_path):
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(tmp_path)], capture_output=True, text=True,
+                       cwd=REPO)
+    assert p.returncode == 1 and p.stderr.strip().startswith("error: ") and "instances.csv" in p.stderr

@@ -1,0 +1,155 @@
+"""cf-run (real CLI in a subprocess): one-line errors for bad inputs, and the JSON schema."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+from cfruntime.network.builders import make_model, mlp_model
+from cftest import REPO
+
+CF_RUN = [sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())"]
+
+
+def run(*args, cwd=None):
+    return subprocess.run(CF_RUN + [str(a) for a in args], capture_output=True, text=True, cwd=cwd or REPO, timeout=300)
+
+
+def assert_one_line_error(p):
+    assert p.returncode != 0, p.stdout
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert lines[0].startswith("error:"), lines[0]
+    return lines[0]
+
+
+def test_bad_onnx(tmp_path, csv):
+    bad = tmp_path / "garbage.onnx"
+    bad.write_bytes(b"\x00\x01 this is not an onnx model")
+    msg = assert_one_line_error(run("--certifier", "ibp", "--net", bad, "--data", csv, "--eps", "0.01"))
+    assert "garbage.onnx" in msg
+
+
+def test_unsupported_op(tmp_path, csv):
+    nodes = [helper.make_node("Sign", ["input"], ["output"], name="sign_7")]
+    p = tmp_path / "sign.onnx"
+    onnx.save(make_model(nodes, {}, (784,)), str(p))
+    msg = assert_one_line_error(run("--certifier", "ibp", "--net", p, "--data", csv, "--eps", "0.01"))
+    assert "Sign" in msg and "sign_7" in msg
+
+
+def test_bad_csv_row(tmp_path, tiny_net, csv):
+    bad = tmp_path / "bad.csv"
+    lines = csv.read_text().splitlines()
+    bad.write_text(lines[0] + "\n" + lines[1].replace(",", ",x", 1) + "\n")
+    msg = assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", bad, "--eps", "0.01"))
+    assert "bad.csv:2" in msg
+
+
+def test_bad_vnnlib(tmp_path, tiny_net):
+    bad = tmp_path / "bad.vnnlib"
+    bad.write_text("(declare-const X_0 Real)\n(assert (<= X_0 0.5)\n")
+    assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--vnnlib", bad))
+
+
+@pytest.mark.parametrize("eps", ["-0.1", "1.5", "nan"])
+def test_eps_outside_unit_interval(tiny_net, csv, eps):
+    msg = assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", csv, "--eps", eps))
+    assert "--eps must be in [0, 1]" in msg
+
+
+def test_unknown_certifier_missing_file_and_compiled_engine(tiny_net, csv):
+    assert "unknown certifier" in assert_one_line_error(
+        run("--certifier", "nope", "--net", tiny_net, "--data", csv, "--eps", "0.01"))
+    assert_one_line_error(run("--certifier", "ibp", "--net", "/nonexistent/net.onnx", "--data", csv, "--eps", "0.01"))
+    assert_one_line_error(run("--certifier", "ibp", "--net", tiny_net, "--data", "/nonexistent.csv", "--eps", "0.01"))
+    assert "compiled engine only" in assert_one_line_error(run("--engine", "interpreter", "--no-sparse"))
+    assert "not available" in assert_one_line_error(run("--device", "cuda:7"))
+    assert "--batch-size" in assert_one_line_error(run("--batch-size", "0"))
+
+
+def test_bad_certifier_source(tmp_path, tiny_net, csv):
+    cf = tmp_path / "bad.cf"
+    cf.write_text("def Shape as (Float l, Float u){[(curr[l]<=curr),(curr[u]>=curr)]};\nfunc f(Neuron n) = prevv;\n")
+    p = run("--certifier", cf, "--net", tiny_net, "--data", csv, "--eps", "0.01")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "bad.cf:2" in p.stderr and "error:" in p.stderr
+
+
+def test_happy_path_json_schema(tmp_path, tiny_net, csv):
+    out = tmp_path / "out.json"
+    p = run("--certifier", "deeppoly", "--net", tiny_net, "--data", csv, "--eps", "0.002", "--json", out)
+    assert p.returncode == 0, p.stderr
+    assert "accuracy" in p.stdout and "certified" in p.stdout
+    d = json.loads(out.read_text())
+    assert set(d) == {"certifier", "network", "eps", "n", "labels", "correct", "certified", "margin_lb", "margin_ub", "times",
+                      "batch_size", "provenance"}
+    assert set(d["times"]) == {"compile_s", "load_s", "analysis_s"}
+    assert d["batch_size"] == {"requested": 100, "used": 100}
+    assert d["certifier"] == "deeppoly" and d["eps"] == 0.002 and d["n"] == 2 and d["labels"] == [3, 7]
+    assert len(d["correct"]) == len(d["certified"]) == 2
+    for i in range(2):
+        lb, ub = d["margin_lb"][i], d["margin_ub"][i]
+        assert len(lb) == len(ub) == 10
+        assert lb[d["labels"][i]] == 0.0 == ub[d["labels"][i]]
+        assert all(l <= u for l, u in zip(lb, ub))
+        assert d["certified"][i] == (d["correct"][i] and all(x > 0 for j, x in enumerate(lb) if j != d["labels"][i]))
+
+
+@pytest.mark.parametrize("engine", ["compiled", "interpreter"])
+def test_vnnlib_happy_path(tmp_path, engine):
+    # y0 = x0 + x1 + 1, y1 = x0 - x1 on [0, 1]^2: the region y1 >= y0 (i.e. -x1 >= x1 + 1) is empty.
+    w = [np.array([[1, 1], [1, -1]], np.float32)]
+    b = [np.array([1, 0], np.float32)]
+    net = tmp_path / "lin.onnx"
+    onnx.save(mlp_model(w, b, activations=None, input_shape=(2,)), str(net))
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text("(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+                    "(assert (>= X_0 0))\n(assert (<= X_0 1))\n(assert (>= X_1 0))\n(assert (<= X_1 1))\n"
+                    "(assert (>= Y_1 Y_0))\n")
+    out = tmp_path / "v.json"
+    p = run("--engine", engine, "--certifier", "deeppoly", "--net", net, "--vnnlib", prop, "--json", out)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(out.read_text())
+    assert d["verdict"] == "unsat" and "unsat" in p.stdout
+    # row: y0 - y1 <= 0  i.e. A = [1, -1], lower(A y) = lower(2 x1 + 1) = 1 > 0
+    assert d["regions"][0]["row_lb"] == pytest.approx([1.0])
+
+
+@pytest.mark.parametrize("flags", [(), ("--no-sparse",), ("--no-rewrite",), ("--no-sparse", "--no-rewrite", "--batch-size", "1")])
+def test_compiled_engine_matches_interpreter(tmp_path, tiny_net, csv, flags):
+    """Both engines fill the same JSON schema with the same numbers."""
+    outs = {}
+    for engine, extra in (("interpreter", ()), ("compiled", flags)):
+        out = tmp_path / f"{engine}.json"
+        p = run("--engine", engine, *extra, "--certifier", "deepz", "--net", tiny_net, "--data", csv, "--eps", "0.01", "--json", out)
+        assert p.returncode == 0, p.stderr
+        outs[engine] = json.loads(out.read_text())
+    a, b = outs["interpreter"], outs["compiled"]
+    assert set(a) == set(b) and a["certified"] == b["certified"] and a["labels"] == b["labels"]
+    for ra, rb in zip(a["margin_lb"] + a["margin_ub"], b["margin_lb"] + b["margin_ub"]):
+        assert rb == pytest.approx(ra, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("tool,args", [
+    ("cf_run", ["--bogus"]), ("cf_run", ["--eps"]), ("cf_run", ["--engine", "fast"]), ("cf_opt", ["--bogus"]),
+])
+def test_bad_command_line_is_one_line_and_status_1(tool, args):
+    """argparse's usage block and status 2 become the tools' one error line and status 1."""
+    cmd = [sys.executable, "-c", f"import sys; from cfmlir.tools.{tool} import main; sys.exit(main())", *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert p.returncode == 1
+    msg = assert_one_line_error(p)
+    assert msg.startswith(f"error: {tool.replace('_', '-')}: ") and "--help lists the options" in msg
+
+
+def test_version():
+    p = run("--version")
+    assert p.returncode == 0 and p.stdout.startswith("cf-run (cfmlir ") and "torch " in p.stdout and "xdsl " in p.stdout

@@ -1,0 +1,40 @@
+"""cf-run --vnnlib verdicts on generated VNN-COMP-like networks (issue 16): a verivital-like conv net
+(a small Conv, ReLU, a zero Pad before MaxPool or AveragePool) and a net shaped like VNN-COMP's
+``test`` benchmark (a rank-1 input without a batch dimension).  A property that holds gives ``unsat``
+(or ``unknown``), a violated one ``sat``; the JSON regions carry finite row bounds."""
+
+from __future__ import annotations
+
+import pytest
+from cftest.vnnlib_cases import properties, vector_net, verdict, verivital_like
+
+
+NETS = ["verivital_maxpool", "verivital_avgpool", "test_vector"]
+RUNS = [("deeppoly", "compiled"), ("deepz", "compiled"), ("crown_ibp", "interpreter")]
+
+
+@pytest.mark.parametrize("net_name", NETS)
+@pytest.mark.parametrize("certifier,engine", RUNS)
+def test_verdicts(tmp_path, capsys, net_name, certifier, engine):
+    path = tmp_path / f"{net_name}.onnx"
+    if net_name == "test_vector":
+        vector_net(path)
+    else:
+        verivital_like(path, net_name.split("_")[1])
+    holds, violated = properties(tmp_path, path, radius=1e-3)
+    common = ("--certifier", certifier, "--engine", engine, "--net", path)
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
+
+
+def test_a_small_box_is_proved(tmp_path, capsys):
+    """DeepPoly proves the property that holds on every generated net (so 'unknown' above is not all
+    it ever says)."""
+    for net_name in NETS:
+        path = tmp_path / f"{net_name}.onnx"
+        if net_name == "test_vector":
+            vector_net(path)
+        else:
+            verivital_like(path, net_name.split("_")[1])
+        holds, _ = properties(tmp_path, path, radius=1e-4)
+        assert verdict(capsys, tmp_path, "--certifier", "deeppoly", "--net", path, "--vnnlib", holds) == "unsat", net_name

@@ -1,0 +1,111 @@
+"""``cf-run --vnnlib``: one VNN-LIB instance (:func:`vnnlib_instance`: verdict ``unsat``/``sat``/``unknown``,
+its JSON object and summary lines), how it ends (:func:`finish_vnnlib`: printing, ``--json``, ``--results``,
+the exit status) and the competition's result file (:func:`write_results_file`).  Run in-process, in a
+``--timeout`` worker or by :mod:`cfmlir.tools.instances` for each line of an ``instances.csv``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cfmlir.tools.run_args import EXIT_UNSOUND, UsageError
+from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, write_json
+
+
+def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple[dict, list[str], str | None]:
+    """Load ``--net`` and ``--vnnlib`` and decide the property with the certifier ``loaded``: ``(the JSON
+    object, the summary lines, the error line of an unsound check or None)``.  Nothing is printed but the
+    check's report; a ``sat`` verdict always comes with a counterexample the network confirms
+    (``"counterexample"`` in the JSON)."""
+    import numpy as np
+
+    from cfmlir.tools.provenance import provenance
+
+    from cfruntime.errors import PropertyError
+    from cfruntime.properties import confirm_counterexample, parse_vnnlib
+
+    t0 = time.perf_counter()
+    if args.net is None:
+        from cfruntime.default_data import default_network_path
+
+        net_path = Path(default_network_path())
+    else:
+        net_path = Path(args.net)
+    prog, compile_s = loaded.program, loaded.compile_s
+    net, prep = load_network_file(net_path, args)
+    prop = parse_vnnlib(args.vnnlib)
+    if prop.num_inputs != net.input_size or prop.num_outputs != net.output_size:
+        raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
+                            f"{net.input_size} and {net.output_size}", file=args.vnnlib)
+    load_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    from cfmlir.api import certify
+
+    res = certify(None, net, prop, engine=make_engine(args, prog), check=check)  # the engine object runs the certifier
+    lows, highs, v = res.row_lb, res.row_ub, res.verdict
+    if check is not None and check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
+        v = "unknown"
+    cex = None
+    if v != "unsat":
+        from cfruntime.soundness import vnnlib_counterexample
+
+        found = vnnlib_counterexample(net, prop)
+        if found is not None:
+            # sat only with a point that the network, evaluated again in float64, confirms
+            cex = confirm_counterexample(net, prop, found[0], found[1])
+            if cex is not None:
+                v = "sat"
+    analysis_s = time.perf_counter() - t1 - (check.seconds if check is not None else 0.0)
+    out = {
+        "certifier": str(certifier),
+        "network": str(net_path),
+        "vnnlib": str(args.vnnlib),
+        "verdict": v,
+        "regions": [{"row_lb": np.asarray(lo).tolist(), "row_ub": np.asarray(hi).tolist()} for lo, hi in zip(lows, highs)],
+        "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
+    }
+    if cex is not None:
+        out["counterexample"] = cex.to_json()
+    if check is not None:
+        out["times"]["check_s"] = check.seconds
+        out.update(check.json())
+        check.report()
+    out["provenance"] = provenance(args, certifier, net_path, loaded, prep, vnnlib=args.vnnlib)
+    lines = [f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {engine_label(args)})",
+             f"verdict:   {v}",
+             f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
+    if check is not None:
+        lines.append(f"check:     {check.summary()}")
+    return out, lines, check_error_line(check)
+
+
+def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) -> int:
+    """Write ``--results`` and ``--json`` of one VNN-LIB instance, print its summary; the exit status."""
+    if args.results:
+        write_results_file(args.results, out["verdict"], out.get("counterexample"))
+    if args.json:
+        write_json(args.json, out)
+    if not args.quiet:
+        for line in lines:
+            print(line)
+    if check_error is not None:
+        print(check_error, file=sys.stderr)
+        return EXIT_UNSOUND
+    return 0
+
+
+def write_results_file(path, verdict: str, counterexample: dict | None = None) -> None:
+    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written."""
+    from cfruntime.results import Counterexample, write_result
+
+    cex = None
+    if counterexample is not None:
+        cex = Counterexample(np.asarray(counterexample["x"], dtype=np.float64), np.asarray(counterexample["y"], dtype=np.float64),
+                             counterexample["region"], counterexample["disjunct"])
+    try:
+        write_result(path, verdict, cex)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
