@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from cfmlir.diagnostics import CfError
+from cfmlir.diagnostics import CfError, Loc
 from cfmlir.tools.arg_errors import one_line_errors
 from cfruntime.errors import UserError
 
@@ -160,13 +160,36 @@ class CfOptMain(xDSLOptMain):
             return "<stdin>"
         return self.args.input_file
 
+    #: the number of lines before the chunk being processed (``--split-input-file``)
+    _line_offset: int = 0
+
+    def parse_chunk(self, chunk: IO[bytes], file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        self._line_offset = start_offset
+        try:
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        except CfError as err:
+            raise self._diagnostic(err) from None
+
     def apply_passes(self, prog: ModuleOp) -> None:
         from cfmlir.frontend import locate_verify_error
 
         try:
             super().apply_passes(prog)
         except VerifyException as err:
-            raise locate_verify_error(prog, err, self.get_input_name()) from None
+            raise self._diagnostic(locate_verify_error(prog, err, self.get_input_name())) from None
+        except CfError as err:
+            raise self._diagnostic(err) from None
+
+    def _diagnostic(self, err: CfError) -> Exception:
+        """``err`` with its line counted from the start of the file (not of the ``--split-input-file`` chunk);
+        under ``--verify-diagnostics`` as xDSL's ``DiagnosticException``, which xDSL prints on the output and
+        goes on with the next chunk, as it does for its own diagnostics."""
+        if self._line_offset and err.loc.line > 0:
+            err.loc = Loc(err.loc.file, err.loc.line + self._line_offset, err.loc.col)
+            err.args = (str(err),)
+        if self.args.verify_diagnostics:
+            return DiagnosticException(err.diagnostic)
+        return err
 
 
 class _UsageError(UserError):

@@ -42,3 +42,17 @@ def test_no_pass_class_is_made_with_type():
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
              and n.func.id == "type" and len(n.args) == 3]
     assert not calls
+
+
+def _lit_run_lines() -> list[str]:
+    return [line for path in (ROOT / "test" / "lit").rglob("*") if path.is_file() and path.suffix in (".cf", ".mlir")
+            for line in path.read_text().splitlines() if "RUN:" in line and "cf-opt" in line]
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_every_registered_pass_has_a_filecheck_test(name):
+    """Some lit test runs ``cf-opt`` with the pass by name (``-p ...NAME...`` or ``--NAME``) and checks its output."""
+    import re
+
+    flag = re.compile(r"(--" + re.escape(name) + r"\b|-p[ =]\S*\b" + re.escape(name) + r"\b)")
+    assert any(flag.search(line) for line in _lit_run_lines()), f"no FileCheck test runs the pass '{name}'"
