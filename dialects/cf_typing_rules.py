@@ -35,8 +35,8 @@ Typing highlights (ConstraintFlow semantics):
   ``f : (Neuron, Float) -> PolyExp``, ``c : Ct``; the result is a PolyExp.
 
 The language's tables the rules need (network operators and the names their rules bind, builtin
-arities, metadata names and types) are here too; the frontend's syntax tree module spells the same
-operator, builtin and metadata tables for the parser (a unit test keeps the two equal).
+arities, metadata names and types) are here too, and only here: the frontend's parser reads them from
+this module.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ from cfmlir.dialects.cftensor_metadata import (
     ONE, Element, Metadata, Size, align_shapes, compress, extend_rank, is_uniform, per_layer, prefix_rank, with_flat_dim,
 )
 from cfmlir.dialects import cf_type_lattice as sem
-from cfmlir.typing.checker import operator_bindings
+from cfmlir.dialects.cf_typing_rules import operator_bindings
 from cfruntime import contract
 
 BATCH, CURR, PREV, POLY, SYM, LAY = (Size.of(s) for s in ("batch", "curr", "prev", "poly", "sym", "lay"))

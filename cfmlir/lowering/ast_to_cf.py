@@ -20,7 +20,8 @@ from cfmlir.diagnostics import CfError, Loc
 from cfmlir.dialects import cf
 from cfmlir.dialects.cf_types import FuncType, NeuronType, to_cf
 from cfmlir.syntax import ast
-from cfmlir.typing.checker import CheckedProgram, operator_bindings, type_of_ref
+from cfmlir.dialects.cf_typing_rules import operator_bindings
+from cfmlir.typing.checker import CheckedProgram, type_of_ref
 
 
 def _loc(loc: Loc) -> FileLineColLoc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
 from cftest import REPO
 
 
@@ -23,6 +24,16 @@ def test_importing_the_dialects_loads_no_frontend_module():
     code = (
         "import sys, cfmlir.dialects.cf, cfmlir.dialects.cftensor; "
         "print(sorted(m for m in sys.modules if m.startswith(('cfmlir.syntax', 'cfmlir.typing'))))"
+    )
+    assert _frontend_modules_loaded(code) == "[]"
+
+
+def test_the_passes_load_no_frontend_module():
+    """The passes (shape analysis, rewrites, emission) work on the dialects only: importing every
+    registered pass loads no module of the frontend (syntax, typing, lowering)."""
+    code = (
+        "import sys, cfmlir.passes.pipeline, cfmlir.passes.emit_python; "
+        "print(sorted(m for m in sys.modules if m.startswith(('cfmlir.syntax', 'cfmlir.typing', 'cfmlir.lowering'))))"
     )
     assert _frontend_modules_loaded(code) == "[]"
 
