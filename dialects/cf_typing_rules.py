@@ -135,6 +135,16 @@ def _function(t: Type, what: str, operand: int) -> FuncType:
     return t
 
 
+def _linear(t: Type) -> Type | None:
+    """The linear-expression type a PolyExp-like or SymExp-like operand scales or negates into (PolyExp,
+    SymExp), None for any other type."""
+    if is_poly_like(t):
+        return POLYEXP
+    if is_sym_like(t):
+        return SYMEXP
+    return None
+
+
 def unary(op: str, t: Type) -> Type:
     """``-e`` (``op`` ``"-"``) or ``!e`` (``op`` ``"!"``) of an operand of type ``t``."""
     if op == "!":
@@ -143,10 +153,8 @@ def unary(op: str, t: Type) -> Type:
         raise TypingError(f"'!' needs a Bool, got {t}")
     if is_numeric(t):
         return t
-    if is_poly_like(t):
-        return POLYEXP
-    if is_sym_like(t):
-        return SYMEXP
+    if (linear := _linear(t)) is not None:
+        return linear
     raise TypingError(f"unary '-' cannot be applied to {t}")
 
 
@@ -170,20 +178,16 @@ def binary(op: str, a: Type, b: Type) -> Type:
         scalar, other = (a, b) if is_numeric(a) else (b, a)
         if not is_numeric(scalar):
             raise TypingError(f"operator '*' needs a scalar operand, got {a} and {b} (the product would not be linear)")
-        if is_poly_like(other):
-            return POLYEXP
-        if is_sym_like(other):
-            return SYMEXP
+        if (linear := _linear(other)) is not None:
+            return linear
         raise TypingError(f"operator '*' cannot be applied to {a} and {b}")
     if op == "/":
         if not is_numeric(b):
             raise TypingError(f"the divisor must be a scalar, got {b}", 1)
         if is_numeric(a):
             return FLOAT
-        if is_poly_like(a):
-            return POLYEXP
-        if is_sym_like(a):
-            return SYMEXP
+        if (linear := _linear(a)) is not None:
+            return linear
         raise TypingError(f"operator '/' cannot be applied to {a} and {b}")
     if op in ("and", "or"):
         if a == BOOL and b == BOOL:
