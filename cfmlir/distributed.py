@@ -189,8 +189,16 @@ def result(ref):
 
 
 def cancel(refs) -> None:
-    """Cancel tasks that are no longer wanted (an error or Ctrl-C in the driver)."""
+    """Cancel tasks that are no longer wanted (an error or Ctrl-C in the driver).  Finished tasks are left
+    alone: cancelling a task while Ray completes it is a race inside Ray that aborts the driver ("Tried to
+    complete task that was not pending", ray-project/ray#54527), so callers pass only the tasks whose
+    results they never took, and those already done are filtered out here."""
     ray = _ray()
+    refs = list(refs)
+    if not refs:
+        return
+    with contextlib.suppress(Exception):
+        _done, refs = ray.wait(refs, num_returns=len(refs), timeout=0)
     for ref in refs:
         with contextlib.suppress(Exception):
             ray.cancel(ref)
@@ -306,8 +314,9 @@ def ray_bounds(address, certifier, network, raw, prop, *, engine: str, options: 
                    batch_size, with_layers, num_gpus=gpus) for lo, hi in chunks]
     parts, used = [], batch_size
     try:
-        for (lo, hi), ref in zip(chunks, refs):
+        for i, ((lo, hi), ref) in enumerate(zip(chunks, refs)):
             lower, upper, layers, chunk_used, shrinks = result(ref)
+            refs[i] = None  # taken: never cancelled (see cancel)
             for old, new, why in shrinks:
                 if on_shrink is not None:
                     on_shrink(old, new, why)
@@ -316,6 +325,6 @@ def ray_bounds(address, certifier, network, raw, prop, *, engine: str, options: 
                 on_slice(lo, hi, None, layers)
             parts.append((lower, upper, layers if keep_layers else None))
     except BaseException:
-        cancel(refs)
+        cancel([ref for ref in refs if ref is not None])
         raise
     return (*concat_slices(parts, prop.C.shape[1], keep_layers), used)

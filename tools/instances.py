@@ -513,11 +513,15 @@ def _outcomes_on_ray(args, instances: list[Instance], startup: _Startup):
                 if inst.missing is not None:
                     yield inst, limit, Outcome("error", 0.0, message=inst.missing)
                     continue
-                outcome, startup_s = distributed.result(refs[inst.line])
+                outcome, startup_s = distributed.result(refs.pop(inst.line))
                 startup.seconds += startup_s
                 yield inst, limit, outcome
         finally:
-            distributed.cancel(list(refs.values()))
+            # only the tasks whose results were never asked for (an error or Ctrl-C here): cancelling a task
+            # that is just completing races with Ray's own completion and can abort this process (Ray 2.60's
+            # "Tried to complete task that was not pending")
+            if refs:
+                distributed.cancel(list(refs.values()))
 
 
 def _at_line(message: str, csv_path: Path, line: int) -> str:

@@ -181,3 +181,48 @@ def test_unreachable_cluster_is_one_line():
     assert p.returncode == 1 and "Traceback" not in p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: cannot reach the Ray cluster at 127.0.0.1:1 "), p.stderr
+
+
+class _FakeRay:
+    """``cfmlir.distributed`` without Ray: tasks are their arguments, results come at once, cancels are
+    recorded."""
+
+    def __init__(self):
+        self.cancelled = []
+
+    def session(self, address):
+        import contextlib
+        return contextlib.nullcontext()
+
+    def submit(self, fn, args, cwd, onnx, vnnlib, limit):
+        return onnx
+
+    def result(self, ref):
+        from cfmlir.tools.instances import Outcome
+        return Outcome("unsat", 0.0), 0.0
+
+    def cancel(self, refs):
+        self.cancelled.append(list(refs))
+
+
+def test_instances_on_ray_cancel_only_the_tasks_never_taken(monkeypatch):
+    """A finished run cancels nothing, and a run stopped early cancels only the tasks whose results it never
+    took: cancelling a task Ray is completing aborts the driver (the Ray 2.60 race that failed CI once)."""
+    from argparse import Namespace
+
+    from cfmlir import distributed
+    from cfmlir.tools import instances as inst_mod
+
+    fake = _FakeRay()
+    for name in ("session", "submit", "result", "cancel"):
+        monkeypatch.setattr(distributed, name, getattr(fake, name))
+    rows = [inst_mod.Instance(i, f"n{i}", f"p{i}", Path(f"n{i}.onnx"), Path(f"p{i}.vnnlib"), 10.0,
+                              missing="error: gone" if i == 2 else None) for i in range(1, 5)]
+    args = Namespace(ray="local", timeout=None)
+    verdicts = [o.verdict for _, _, o in inst_mod._outcomes_on_ray(args, rows, inst_mod._Startup())]
+    assert verdicts == ["unsat", "error", "unsat", "unsat"]
+    assert fake.cancelled == []
+    run = inst_mod._outcomes_on_ray(args, rows, inst_mod._Startup())
+    next(run)
+    run.close()  # the consumer stops after the first instance
+    assert fake.cancelled == [["n3.onnx", "n4.onnx"]]
