@@ -428,9 +428,13 @@ def _const(c):
     return float(c) if isinstance(c, (int, float)) else gb.to_dense(c)
 
 
-def _move(c, w):
-    """A constant (number or tensor) plus ``w`` (a tensor)."""
-    return (c if isinstance(c, (int, float)) else gb.to_dense(c)) + w
+def _move(c, w, sign: int):
+    """A constant (number or tensor) moved by ``w`` (a tensor): ``c + w`` (``sign`` 1) or ``c - w`` (-1),
+    one operation (``c - w`` is exactly ``c + (-w)``: negation does not round)."""
+    if isinstance(c, (int, float)):
+        return w + c if sign > 0 else torch.rsub(w, c)
+    c = gb.to_dense(c)
+    return c + w if sign > 0 else c - w
 
 
 class Widening:
@@ -468,6 +472,7 @@ class Widening:
         self.rho_c = gamma(CONSTRUCTION_OPS, u)
         self.eta = torch.finfo(rep.dtype).tiny * 2.0 ** 26
         self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device)  # every m_j, [B, N]
+        self._m_views: dict[int, torch.Tensor] = {}
         self.mag_z: dict[int, torch.Tensor] = {}  # layer -> Mag(Z) (slack included)
         self.slack: dict[int, torch.Tensor] = {}  # layer -> zonotope slack not absorbed
 
@@ -488,8 +493,12 @@ class Widening:
         return col_count(p) if (p is not None and self.cert.layer_granular) else self.total
 
     def _m(self, k: int) -> torch.Tensor:
-        l = self.network.layers[k]
-        return self.m[:, l.offset:l.offset + l.size]
+        """``m_k``: layer ``k``'s columns of :attr:`m` (one view per layer, made once)."""
+        view = self._m_views.get(k)
+        if view is None:
+            l = self.network.layers[k]
+            view = self._m_views[k] = self.m[:, l.offset:l.offset + l.size]
+        return view
 
     def _full(self, t):
         if not isinstance(t, torch.Tensor):
@@ -608,7 +617,8 @@ class Widening:
         gn = self._g(self._sum_len(k) + S + 4)
         act = self._elementwise(layer)
         rc = self.rho_c if act else 0.0
-        kc, ku = _abs_const(L.const), _abs_const(U.const)
+        kc = _abs_const(L.const)
+        ku = kc if U.const is L.const else _abs_const(U.const)
         if L.coeff is U.coeff:
             # one coefficient tensor (an affine layer's W, the input box's none): one product per
             # entry, the constants in one centre/radius or select form
@@ -638,7 +648,7 @@ class Widening:
         omega = _lincomb([(self.safety * f, v) for f, v in terms])
         if not isinstance(omega, torch.Tensor) or omega.shape[0] != self.batch:
             omega = self._full(omega)
-        return Affine(L.coeff, _move(L.const, -omega)), Affine(U.coeff, _move(U.const, omega))
+        return Affine(L.coeff, _move(L.const, omega, -1)), Affine(U.coeff, _move(U.const, omega, 1))
 
     def _dots(self, x, factor) -> list:
         """``[(factor(part), |x_part| . m)]`` over the parts of coefficients ``x`` ``[B or 1, n, W]``
