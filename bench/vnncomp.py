@@ -11,11 +11,20 @@ how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``
 ``error`` counts, the most common error reasons, and the time (instances, and starting the analysis
 process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run).
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
+``--split auto|on|off`` is passed on (input splitting, :mod:`cfmlir.input_splitting`); the ``split``
+column counts the instances that splitting decided.
+
+``--reference DIR`` compares the verdicts with other verifiers' answers: every ``*.csv`` of ``DIR``
+in the competition's results format (``benchmark,onnx,vnnlib,prepare_s,result,run_s``, ``holds``/
+``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``).  An
+instance's reference is the majority of the tools that decided it (none on a tie); the ``vs ref``
+column is ``agree/disagree`` over the instances both decided, each disagreement listed in the JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import subprocess
 import sys
@@ -60,11 +69,48 @@ def reason(message: str | None) -> str:
     return text.split(": ")[-1][:80] if text else "?"
 
 
+def _key(benchmark: str, onnx: str, vnnlib: str) -> tuple[str, str, str]:
+    """An instance's name across result files: the benchmark and the files' names without ``.gz``."""
+    return benchmark, Path(onnx).name.removesuffix(".gz"), Path(vnnlib).name.removesuffix(".gz")
+
+
+#: a reference result's meaning
+_REFERENCE = {"holds": "unsat", "unsat": "unsat", "violated": "sat", "sat": "sat"}
+
+
+def reference_verdicts(folder: str) -> dict:
+    """``{instance key: Counter(unsat=n, sat=m)}`` over every results CSV of ``folder`` (see the module docstring)."""
+    files = sorted(Path(folder).glob("*.csv"))
+    if not files:
+        raise SystemExit(f"error: {folder}: no results CSV in it")
+    out: dict = {}
+    for f in files:
+        for row in csv.reader(f.read_text(errors="replace").splitlines()):
+            if len(row) >= 5 and row[4].strip() in _REFERENCE:
+                out.setdefault(_key(row[0], row[1], row[2]), Counter())[_REFERENCE[row[4].strip()]] += 1
+    return out
+
+
+def compare(rows: list[dict], benchmark: str, reference: dict) -> dict:
+    """Our decided verdicts against the reference majority: ``{"agree", "disagree", "disagreements"}``."""
+    agree, disagreements = 0, []
+    for r in rows:
+        votes = reference.get(_key(benchmark, r["onnx"], r["vnnlib"]))
+        if r["verdict"] not in ("unsat", "sat") or not votes or votes["unsat"] == votes["sat"]:
+            continue
+        majority = "unsat" if votes["unsat"] > votes["sat"] else "sat"
+        if r["verdict"] == majority:
+            agree += 1
+        else:
+            disagreements.append({"onnx": r["onnx"], "vnnlib": r["vnnlib"], "ours": r["verdict"], "votes": dict(votes)})
+    return {"agree": agree, "disagree": len(disagreements), "disagreements": disagreements}
+
+
 def run_benchmark(folder: Path, args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "out.json"
         cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(instances_csv(folder)), "--json", str(out_json),
-                        "--device", args.device, "--dtype", args.dtype, "--quiet"]
+                        "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--quiet"]
         if args.timeout is not None:
             cmd += ["--timeout", str(args.timeout)]
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -75,8 +121,9 @@ def run_benchmark(folder: Path, args) -> dict:
     rows = d["instances"]
     counts = Counter(r["verdict"] for r in rows)
     errors = Counter(reason(r.get("message")) for r in rows if r["verdict"] == "error")
+    split = sum(1 for r in rows if r["verdict"] in ("unsat", "sat") and "split" in (r.get("result") or {}))
     return {"benchmark": folder.name, "instances": len(rows), "analysed": len(rows) - counts["error"],
-            **{v: counts[v] for v in VERDICTS}, "error_reasons": dict(errors.most_common()),
+            **{v: counts[v] for v in VERDICTS}, "split": split, "error_reasons": dict(errors.most_common()),
             "instances_s": d["times"]["instances_s"], "startup_s": d["times"]["startup_s"], "rows": rows}
 
 
@@ -87,24 +134,32 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=None)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"))
+    ap.add_argument("--split", default="auto", choices=("auto", "on", "off"))
+    ap.add_argument("--reference", default=None, metavar="DIR", help="other verifiers' results CSVs to compare with")
     ap.add_argument("--out", default="bench/results/vnncomp.json")
     args = ap.parse_args()
+    reference = reference_verdicts(args.reference) if args.reference else None
     results = []
     print(f"{'benchmark':24} {'inst':>5} {'analysed':>8} {'unsat':>5} {'sat':>4} {'unknown':>7} {'timeout':>7} "
-          f"{'error':>5} {'time s':>8}  most common error")
+          f"{'error':>5} {'split':>5} {'time s':>8} {'vs ref':>7}  most common error")
     for folder in benchmarks(args.dirs):
         r = run_benchmark(folder, args)
         results.append(r)
         if "failed" in r:
             print(f"{r['benchmark']:24} not run: {r['failed']}", flush=True)
             continue
+        vs = "-"
+        if reference is not None:
+            r["reference"] = compare(r["rows"], r["benchmark"], reference)
+            vs = f"{r['reference']['agree']}/{r['reference']['disagree']}"
         top = next(iter(r["error_reasons"].items()), None)
         print(f"{r['benchmark']:24} {r['instances']:5d} {r['analysed']:8d} {r['unsat']:5d} {r['sat']:4d} {r['unknown']:7d} "
-              f"{r['timeout']:7d} {r['error']:5d} {r['instances_s']:8.2f}  {f'{top[1]}x {top[0]}' if top else ''}",
-              flush=True)
+              f"{r['timeout']:7d} {r['error']:5d} {r['split']:5d} {r['instances_s']:8.2f} {vs:>7}  "
+              f"{f'{top[1]}x {top[0]}' if top else ''}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
-                                          "timeout_override_s": args.timeout, "benchmarks": results}, indent=1) + "\n")
+                                          "timeout_override_s": args.timeout, "split": args.split,
+                                          "reference": args.reference, "benchmarks": results}, indent=1) + "\n")
     return 0
 
 

@@ -52,6 +52,9 @@ from cfmlir.tools import run_args, run_setup, vnnlib_mode
 
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
 PREPARE_LIMIT_S = 600.0
+#: input splitting (``--split``) in a worker stops at this share of the instance's time limit (the rest:
+#: finishing the round that started before it, and replying)
+SPLIT_DEADLINE_SHARE = 0.9
 #: columns of an instances.csv line
 CSV_COLUMNS = ("onnx", "vnnlib", "timeout")
 
@@ -204,9 +207,11 @@ def _worker_main(conn, args) -> None:
             return
         if msg[0] != "run":
             return
-        _, net, vnnlib = msg
+        _, net, vnnlib, limit = msg
         a = copy.copy(args)
         a.net, a.vnnlib, a.instances, a.json, a.results, a.timeout = net, vnnlib, None, None, None, None
+        # input splitting stops by itself before the parent's kill (a reply takes well under a second)
+        a.split_deadline = time.monotonic() + SPLIT_DEADLINE_SHARE * limit - 0.5
         try:
             check = run_setup.parse_check(a)
             out, lines, check_error = vnnlib_mode.vnnlib_instance(a, loaded, certifier, check)
@@ -261,7 +266,7 @@ class Worker:
     def run(self, net: Path | None, vnnlib: Path, limit: float) -> Outcome:
         """Decide one instance within ``limit`` seconds (``net`` None: cf-run's default network)."""
         t0 = time.perf_counter()
-        self.conn.send(("run", None if net is None else str(net), str(vnnlib)))
+        self.conn.send(("run", None if net is None else str(net), str(vnnlib), limit))
         try:
             msg = self._answer(limit)
         except WorkerTimeout:

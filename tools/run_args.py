@@ -79,6 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", default=None, metavar="S",
                    help="VNN-LIB: stop an instance after S seconds (verdict 'timeout'); with --instances it replaces "
                         "the timeout column of the CSV")
+    p.add_argument("--split", choices=("auto", "on", "off"), default="auto",
+                   help="VNN-LIB: when one pass leaves a property unknown, split the input box in halves and analyse "
+                        "them until it is decided, --max-boxes are analysed or the time is up (auto: with the compiled "
+                        "engine when at most 16 inputs vary, e.g. ACAS Xu; cfmlir.input_splitting)")
+    p.add_argument("--max-boxes", default=20000, type=_positive_int, metavar="N",
+                   help="VNN-LIB: the most sub-boxes --split analyses (default 20000)")
     p.add_argument("--results", default=None, metavar="OUT",
                    help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
                         "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")
@@ -134,6 +140,19 @@ def check_preprocessing_flags(args) -> None:
         from cfruntime.properties import load_manifest
 
         load_manifest(args.manifest)
+
+
+def _positive_int(text) -> int:
+    """argparse type: a positive integer (its error is cf-run's one usage line)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got '{text}'") from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return n
 
 
 def parse_eps(text) -> float:

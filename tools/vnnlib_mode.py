@@ -48,7 +48,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     lows, highs, v = res.row_lb, res.row_ub, res.verdict
     if check is not None and check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
         v = "unknown"
-    cex = None
+    cex = split = None
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
 
@@ -58,6 +58,12 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
             cex = confirm_counterexample(net, prop, found[0], found[1])
             if cex is not None:
                 v = "sat"
+    if v == "unknown" and not (check is not None and check.unsound):
+        split = _split(args, prog, net, prop, lows, check)
+        if split is not None:
+            v, cex = split.verdict, split.counterexample or cex
+            if check is not None and check.unsound and v == "unsat":
+                v = "unknown"
     analysis_s = time.perf_counter() - t1 - (check.seconds if check is not None else 0.0)
     out = {
         "certifier": str(certifier),
@@ -69,17 +75,37 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     }
     if cex is not None:
         out["counterexample"] = cex.to_json()
+    if split is not None:
+        out["split"] = split.json()
     if check is not None:
         out["times"]["check_s"] = check.seconds
         out.update(check.json())
         check.report()
     out["provenance"] = provenance(args, certifier, net_path, loaded, prep, vnnlib=args.vnnlib)
     lines = [f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {engine_label(args)})",
-             f"verdict:   {v}",
+             f"verdict:   {v}" + ("" if split is None else f" (input splitting: {split.boxes} boxes in {split.rounds} "
+                                     f"rounds{'' if split.stopped is None else ', stopped at the ' + split.stopped})"),
              f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
     if check is not None:
         lines.append(f"check:     {check.summary()}")
     return out, lines, check_error_line(check)
+
+
+def _split(args, prog, net, prop, lows, check):
+    """Input splitting (:mod:`cfmlir.input_splitting`) of a property one pass left unknown, when ``--split``
+    asks for it: its :class:`~cfmlir.input_splitting.SplitOutcome`, else None.  The deadline is the
+    instance's (``args.split_deadline``, set by the process that enforces ``--timeout``)."""
+    from cfmlir.input_splitting import decide_by_splitting, should_split
+    from cfruntime.properties.vnnlib import region_verified
+
+    mode = getattr(args, "split", "off")
+    if mode == "auto" and args.engine == "interpreter":  # the reference interpreter: one pass, unless asked
+        return None
+    if not should_split(mode, prop):
+        return None
+    verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
+    return decide_by_splitting(make_engine(args, prog), net, prop, verified, max_boxes=args.max_boxes,
+                               deadline=getattr(args, "split_deadline", None), device=args.device, check=check)
 
 
 def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) -> int:

@@ -38,8 +38,14 @@ def test_bench_tabulates_every_benchmark(tmp_path):
     (odd / "p.vnnlib").write_text(vnnlib(4, 4, ["(assert (>= Y_0 1000000.0))"]))
     (odd / "instances.csv").write_text("net.onnx,p.vnnlib,60\n")
     out = tmp_path / "vnncomp.json"
-    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(root), "--out", str(out)],
-                       capture_output=True, text=True, cwd=REPO)
+    ref = tmp_path / "reference"  # other tools' answers: 'never' holds by majority, 'always' too (which we refute)
+    ref.mkdir()
+    (ref / "a.csv").write_text("mlp,./benchmarks/mlp/net.onnx,./benchmarks/mlp/never.vnnlib,0.1,holds,1.0\n"
+                               "mlp,./benchmarks/mlp/net.onnx.gz,always.vnnlib,0.1,holds,1.0\n")
+    (ref / "b.csv").write_text("mlp,net.onnx,never.vnnlib,0.1,holds,2.0\nmlp,net.onnx,always.vnnlib,0.1,timeout,2.0\n")
+    (ref / "c.csv").write_text("mlp,net.onnx,never.vnnlib,0.1,violated,2.0\n")
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(root), "--out", str(out),
+                        "--reference", str(ref)], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0, p.stderr
     lines = {l.split()[0]: l for l in p.stdout.splitlines()[1:]}
     assert set(lines) == {"mlp", "odd"}
@@ -49,6 +55,10 @@ def test_bench_tabulates_every_benchmark(tmp_path):
     assert list(d["odd"]["error_reasons"]) == ["unsupported ONNX op 'Sign'"]
     assert "unsupported ONNX op 'Sign'" in lines["odd"]
     assert np.isfinite(d["mlp"]["instances_s"])
+    assert (d["mlp"]["reference"]["agree"], d["mlp"]["reference"]["disagree"]) == (1, 1)
+    assert d["mlp"]["reference"]["disagreements"] == [{"onnx": "net.onnx", "vnnlib": "always.vnnlib", "ours": "sat",
+                                                       "votes": {"unsat": 1}}]
+    assert " 1/1 " in lines["mlp"]
 
 
 def test_bench_refuses_a_folder_without_instances(tmp_path):
