@@ -130,11 +130,11 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
             clb, cub = _halves(lb, ub, _split_dims(net, A, lb, ub))
             with torch.no_grad():
                 ys = net.forward((clb + cub) / 2).to("cpu", torch.float64).numpy()
-            for i, y in enumerate(ys):
+            for i, y in enumerate(ys):  # the halves' centres first: a violation ends the search
                 if output_in_disjunct(reg, y) is not None:
                     cex = confirm_counterexample(net, prop, ri, ((clb[i] + cub[i]) / 2).numpy())
                     if cex is not None:
-                        return SplitOutcome("sat", boxes + i + 1, rounds, None, cex)
+                        return SplitOutcome("sat", boxes, rounds, None, cex)
             C = A.unsqueeze(0).expand(clb.shape[0], *A.shape)
 
             def on_slice(lo, hi, mnet, layers, ri=ri, clb=clb, cub=cub):

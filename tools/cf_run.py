@@ -29,6 +29,8 @@ its own column unzeroed).  The same analysis is :func:`cfmlir.certify` (:mod:`cf
 [{"row_lb": [...], "row_ub": [...]}], "times": {...}, "provenance": {...}}`` with the verdict ``unsat`` (every disjunct of
 the counterexample region refuted), ``sat`` (a concrete counterexample found by sampling/PGD and
 confirmed by the network, ``"counterexample": {"x", "y", "region", "disjunct"}``) or ``unknown``.  ``.onnx.gz`` and ``.vnnlib.gz`` files are read transparently.
+A property one pass leaves ``unknown`` is split over its input box (``--split auto|on|off``, ``--max-boxes N``;
+:mod:`cfmlir.input_splitting`; the JSON then has ``"split": {"boxes", "rounds", "stopped"}``).
 
 VNN-COMP mode (:mod:`cfmlir.tools.instances`, :mod:`cfruntime.results`): ``--results FILE``
 writes the competition's result file (the verdict ``unsat``/``sat``/``unknown``/``timeout``/``error``

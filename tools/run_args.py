@@ -144,8 +144,6 @@ def check_preprocessing_flags(args) -> None:
 
 def _positive_int(text) -> int:
     """argparse type: a positive integer (its error is cf-run's one usage line)."""
-    import argparse
-
     try:
         n = int(text)
     except (TypeError, ValueError):

@@ -45,9 +45,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     from cfmlir.api import certify
 
     res = certify(None, net, prop, engine=make_engine(args, prog), check=check)  # the engine object runs the certifier
-    lows, highs, v = res.row_lb, res.row_ub, res.verdict
-    if check is not None and check.unsound and v == "unsat":  # refuted by unsound bounds: nothing is known
-        v = "unknown"
+    lows, highs = res.row_lb, res.row_ub
+    v = _trusted(res.verdict, check)
     cex = split = None
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
@@ -61,9 +60,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     if v == "unknown" and not (check is not None and check.unsound):
         split = _split(args, prog, net, prop, lows, check)
         if split is not None:
-            v, cex = split.verdict, split.counterexample or cex
-            if check is not None and check.unsound and v == "unsat":
-                v = "unknown"
+            v, cex = _trusted(split.verdict, check), split.counterexample or cex
     analysis_s = time.perf_counter() - t1 - (check.seconds if check is not None else 0.0)
     out = {
         "certifier": str(certifier),
@@ -89,6 +86,11 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     if check is not None:
         lines.append(f"check:     {check.summary()}")
     return out, lines, check_error_line(check)
+
+
+def _trusted(verdict: str, check) -> str:
+    """``unsat`` resting on bounds the soundness check refuted is ``unknown``: nothing is known."""
+    return "unknown" if verdict == "unsat" and check is not None and check.unsound else verdict
 
 
 def _split(args, prog, net, prop, lows, check):

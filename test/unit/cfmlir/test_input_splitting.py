@@ -120,3 +120,31 @@ def test_auto_leaves_the_reference_interpreter_one_pass(case):
     d = _run(case, case["holds"], "holds_interp", "--engine", "interpreter")
     assert d["verdict"] == "unknown" and "split" not in d
     assert _run(case, case["holds"], "holds_interp_on", "--engine", "interpreter", "--split", "on")["verdict"] == "unsat"
+
+
+def test_check_sees_every_split_batch(case):
+    """``--check`` checks the bounds of the halves too (a certifier's unsound bounds could otherwise prove a
+    property by splitting unchecked)."""
+    d = _run(case, case["holds"], "holds_check", "--check")
+    assert d["verdict"] == "unsat" and d["unsound"] is False
+    assert d["check"]["batches"] > d["split"]["rounds"] >= 2
+
+
+@pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
+def test_an_unsound_certifier_proves_nothing_by_splitting(case, mutant):
+    """A mutant certifier's bounds, refuted by the check (on by default for a .cf file), never make an ``unsat``,
+    whether the first pass or the halves are refuted; the exit status says unsound."""
+    from cfmlir.certifiers import certifier_source
+    from cftest.mutants import UNSOUND
+
+    k = [m[0] for m in UNSOUND].index(mutant)
+    _, base, old, new, _ = UNSOUND[k]
+    text = certifier_source(base)[0]
+    assert old in text
+    cf = case["dir"] / f"mutant_{k}.cf"
+    cf.write_text(text.replace(old, new))
+    out = case["dir"] / f"{cf.stem}.json"
+    rc = cf_run(["--quiet", "--certifier", str(cf), "--net", str(case["net"]), "--split", "on",
+                 "--vnnlib", str(_prop(case, case["holds"], cf.stem)), "--json", str(out)])
+    d = json.loads(out.read_text())
+    assert rc == 3 and d["unsound"] is True and d["verdict"] != "unsat"
