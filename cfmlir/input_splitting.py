@@ -70,8 +70,12 @@ def _verified(lower: torch.Tensor, b: np.ndarray, groups: list) -> torch.Tensor:
     return ok
 
 
-def _split_dims(net, A: torch.Tensor, lb: torch.Tensor, ub: torch.Tensor) -> torch.Tensor:
-    """The dimension to split of every box ``[lb, ub]`` ``[P, n]`` (see the module docstring)."""
+def _split_dims(net, A: torch.Tensor, lb: torch.Tensor, ub: torch.Tensor, chunk: int) -> torch.Tensor:
+    """The dimension to split of every box ``[lb, ub]`` ``[P, n]`` (see the module docstring), ``chunk``
+    boxes at a time."""
+    if lb.shape[0] > chunk:
+        return torch.cat([_split_dims(net, A, lb[i:i + chunk], ub[i:i + chunk], chunk)
+                          for i in range(0, lb.shape[0], chunk)])
     width = ub - lb
     x = ((lb + ub) / 2).requires_grad_(True)
     rows = net.forward(x) @ A[:_GRADIENT_ROWS].T  # [P, R]
@@ -127,12 +131,14 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
             reg = prop.regions[ri]
             A_np, b, groups = reg.stacked()
             A = torch.from_numpy(np.asarray(A_np, dtype=np.float64))
-            clb, cub = _halves(lb, ub, _split_dims(net, A, lb, ub))
+            clb, cub = _halves(lb, ub, _split_dims(net, A, lb, ub, batch_size))
+            centres = (clb + cub) / 2
             with torch.no_grad():
-                ys = net.forward((clb + cub) / 2).to("cpu", torch.float64).numpy()
+                ys = torch.cat([net.forward(centres[i:i + batch_size]).to("cpu", torch.float64)
+                                for i in range(0, centres.shape[0], batch_size)]).numpy()
             for i, y in enumerate(ys):  # the halves' centres first: a violation ends the search
                 if output_in_disjunct(reg, y) is not None:
-                    cex = confirm_counterexample(net, prop, ri, ((clb[i] + cub[i]) / 2).numpy())
+                    cex = confirm_counterexample(net, prop, ri, centres[i].numpy())
                     if cex is not None:
                         return SplitOutcome("sat", boxes, rounds, None, cex)
             C = A.unsqueeze(0).expand(clb.shape[0], *A.shape)

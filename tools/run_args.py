@@ -83,8 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="VNN-LIB: when one pass leaves a property unknown, split the input box in halves and analyse "
                         "them until it is decided, --max-boxes are analysed or the time is up (auto: with the compiled "
                         "engine when at most 16 inputs vary, e.g. ACAS Xu; cfmlir.input_splitting)")
-    p.add_argument("--max-boxes", default=20000, type=_positive_int, metavar="N",
-                   help="VNN-LIB: the most sub-boxes --split analyses (default 20000)")
+    p.add_argument("--max-boxes", default=None, type=_positive_int, metavar="N",
+                   help="VNN-LIB: the most sub-boxes --split analyses (default 20000 without a time limit; under "
+                        "--timeout or --instances 1000000: the time limit governs)")
     p.add_argument("--results", default=None, metavar="OUT",
                    help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
                         "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")

@@ -88,6 +88,10 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     return out, lines, check_error_line(check)
 
 
+#: ``--max-boxes`` by default: without a time limit, and under one (where the deadline stops the search)
+MAX_BOXES_UNTIMED, MAX_BOXES_TIMED = 20_000, 1_000_000
+
+
 def _trusted(verdict: str, check) -> str:
     """``unsat`` resting on bounds the soundness check refuted is ``unknown``: nothing is known."""
     return "unknown" if verdict == "unsat" and check is not None and check.unsound else verdict
@@ -106,8 +110,10 @@ def _split(args, prog, net, prop, lows, check):
     if not should_split(mode, prop):
         return None
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
-    return decide_by_splitting(make_engine(args, prog), net, prop, verified, max_boxes=args.max_boxes,
-                               deadline=getattr(args, "split_deadline", None), device=args.device, check=check)
+    deadline = getattr(args, "split_deadline", None)
+    max_boxes = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else MAX_BOXES_TIMED)
+    return decide_by_splitting(make_engine(args, prog), net, prop, verified, max_boxes=max_boxes,
+                               deadline=deadline, device=args.device, check=check)
 
 
 def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) -> int:

@@ -148,3 +148,14 @@ def test_an_unsound_certifier_proves_nothing_by_splitting(case, mutant):
                  "--vnnlib", str(_prop(case, case["holds"], cf.stem)), "--json", str(out)])
     d = json.loads(out.read_text())
     assert rc == 3 and d["unsound"] is True and d["verdict"] != "unsat"
+
+
+def test_split_dimensions_by_chunks_are_the_same(case):
+    from cfmlir.input_splitting import _split_dims
+
+    net = load_onnx(case["net"])
+    g = torch.Generator().manual_seed(0)
+    lb = torch.rand(10, 2, generator=g, dtype=torch.float64) - 1
+    ub = lb + torch.rand(10, 2, generator=g, dtype=torch.float64)
+    A = torch.ones(1, 1, dtype=torch.float64)
+    assert torch.equal(_split_dims(net, A, lb, ub, 3), _split_dims(net, A, lb, ub, 100))
