@@ -61,15 +61,6 @@ def should_split(mode: str, prop) -> bool:
     return mode == "on"
 
 
-def _verified(lower: torch.Tensor, b: np.ndarray, groups: list) -> torch.Tensor:
-    """Per box (rows of ``lower`` ``[P, R]``): every disjunct has a row with ``lower > b``."""
-    above = lower.to(torch.float64).cpu() > torch.from_numpy(b).reshape(1, -1)
-    ok = torch.ones(lower.shape[0], dtype=torch.bool)
-    for g in groups:
-        ok &= above[:, torch.as_tensor(g, dtype=torch.long)].any(1) if len(g) else torch.zeros_like(ok)
-    return ok
-
-
 def _split_dims(net, A: torch.Tensor, lb: torch.Tensor, ub: torch.Tensor, chunk: int) -> torch.Tensor:
     """The dimension to split of every box ``[lb, ub]`` ``[P, n]`` (see the module docstring), ``chunk``
     boxes at a time."""
@@ -107,7 +98,7 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
     called on every batch's layer bounds (``cf-run --check``)."""
     from cfmlir.api import _raw
     from cfmlir.engines import bounds_in_batches
-    from cfruntime.properties.vnnlib import output_in_disjunct
+    from cfruntime.properties.vnnlib import boxes_verified, output_in_disjunct
     from cfruntime.results import confirm_counterexample
 
     net = _raw(net)  # a cfmlir.Network or a cfruntime network
@@ -150,7 +141,7 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
             lower, _upper, _layers, _used = bounds_in_batches(
                 eng, net, clb, cub, C, batch_size, device=device, with_layers=check is not None, on_slice=on_slice)
             boxes += clb.shape[0]
-            keep = ~_verified(lower, b, groups)
+            keep = torch.from_numpy(~boxes_verified(lower.to("cpu", torch.float64).numpy(), b, groups))
             if bool(keep.any()):
                 after[ri] = (clb[keep], cub[keep])
         pending = after

@@ -421,7 +421,17 @@ def region_verified(region: InputRegion, row_lower_bounds: np.ndarray) -> bool:
     lbs = np.asarray(row_lower_bounds, dtype=np.float64).reshape(-1)
     if lbs.shape[0] != A.shape[0]:
         raise ValueError(f"expected {A.shape[0]} row bounds, got {lbs.shape[0]}")
-    return all(len(g) > 0 and bool(np.any(lbs[g] > b[g])) for g in groups)
+    return bool(boxes_verified(lbs.reshape(1, -1), b, groups)[0])
+
+
+def boxes_verified(row_lower_bounds: np.ndarray, b: np.ndarray, groups: list) -> np.ndarray:
+    """:func:`region_verified` of many boxes of one region at once: ``row_lower_bounds`` ``[P, R]`` (rows in
+    the order of :meth:`InputRegion.stacked`, whose ``b`` and ``groups`` these are) -> ``[P]`` bool."""
+    above = np.asarray(row_lower_bounds, dtype=np.float64) > np.asarray(b, dtype=np.float64).reshape(1, -1)
+    ok = np.ones(above.shape[0], dtype=bool)
+    for g in groups:
+        ok &= above[:, g].any(1) if len(g) else False  # a disjunct without rows is never refuted
+    return ok
 
 
 def interval_row_lower_bounds(region: InputRegion, y_lb: np.ndarray, y_ub: np.ndarray) -> np.ndarray:
