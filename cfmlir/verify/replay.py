@@ -377,6 +377,34 @@ def confirm(prob, ob, background, goal_part, model, deadline) -> Found:
     return last
 
 
+def at_point(prob, ob, premises, goal_part, point: dict, deadline) -> Found | None:
+    """Replay the world around ``point`` (values of some variables, by name): the applications whose
+    arguments it fixes take their true float64 values, z3 completes the rest (linear once they are
+    fixed), the interpreter confirms.  ``None`` when z3 finds no completion in time."""
+    fixed = {name: z3.RealVal(repr(float(x))) for name, x in point.items()}
+    sub = [(z3.Real(name), v) for name, v in fixed.items()]
+    fix = [z3.Real(name) == v for name, v in fixed.items()]
+    for name, t, fv in prob.nl.order:
+        tv = z3.simplify(z3.substitute(t, *sub)) if sub else z3.simplify(t)
+        if not z3.is_rational_value(tv):
+            continue
+        value = true_value(name, float(tv.as_fraction()))
+        if not math.isfinite(value):
+            continue
+        val = z3.RealVal(repr(value))
+        fix.append(fv == val)
+        sub.append((fv, val))
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None
+    s = z3.SolverFor("QF_NRA")
+    s.set("timeout", max(1, int(min(2.0, left) * 1000)))
+    s.add(*premises, *ob.assume, ob.guard, z3.Not(goal_part), *fix)
+    if s.check() != z3.sat:
+        return None
+    return replay(prob, ob, s.model())
+
+
 def search(prob, ob, background, goal_part, model, deadline, trials: int = 40):
     """Solver-guided search: fix the non-linear applications at real points, re-solve, replay."""
     rng = random.Random(0)

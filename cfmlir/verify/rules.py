@@ -9,9 +9,11 @@ Algorithm (for rule ``op -> body`` of a transformer, bounds ``K``, ``M``):
 3. the new shape (the body's values, converted to the member types) is ``curr``'s, and every shape
    constraint becomes an obligation: ``premises => constraint(curr)`` with ``curr``'s value ``y``;
    traverses add their own obligations (invariant initially true, preserved by one step);
-4. each obligation is refuted with z3: ``premises and assumptions and guard and not goal`` is
-   ``unsat`` (the obligation is valid), ``sat`` (a model: replayed through the reference interpreter,
-   :mod:`cfmlir.verify.replay`, and shown only if the interpreter confirms it) or ``unknown``.
+4. each conjunct of each obligation is refuted: ``premises and assumptions and guard and not goal``
+   is ``unsat`` (the obligation is valid), ``sat`` (a point: replayed through the reference
+   interpreter, :mod:`cfmlir.verify.replay`, and shown only if the interpreter confirms it) or
+   ``unknown``.  A conjunct that applies sigmoid, tanh, exp or log goes to the delta-complete
+   procedure (:mod:`cfmlir.verify.delta`); the others to z3's nlsat (:mod:`cfmlir.verify.solve`).
 
 The rule is ``verified`` when every obligation is valid.
 """
@@ -105,39 +107,86 @@ def conjuncts(f) -> list:
 
 
 def verify_rule(checked, tname: str, rule: ast.Rule, K: int = 2, M: int = 2, timeout: float = 60.0) -> RuleResult:
-    from cfmlir.verify.replay import confirm
-
     t0 = time.perf_counter()
+    deadline = t0 + timeout
     res = RuleResult(tname, rule.op, UNKNOWN, K=K, M=M, loc=rule.loc)
     prob = RuleProblem(checked, tname, rule, K, M)
     res.obligations = len(prob.obligations)
     background = prob.background()
+    premises = list(prob.world.premises) + list(prob.ev.assumptions)
+    app_ids = {v.get_id() for _, _, v in prob.nl.order}
     unknown = []
     for ob in prob.obligations:
-        if time.perf_counter() - t0 >= timeout:
+        if time.perf_counter() >= deadline:
             unknown.append(f"timeout after {timeout:g} s")
             break
-        # A conjunction is valid when each conjunct is (nlsat is much faster on the parts).
-        r, model, part = "unsat", None, None
+        # A conjunction is valid when each conjunct is (each is a smaller problem).
         for part in conjuncts(holds(ob.goal)):
-            r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), t0 + timeout)
-            if r != "unsat":
+            if _nonlinear(part, ob, app_ids):
+                verdict, found = discharge_nonlinear(prob, ob, premises, part, deadline)
+            else:
+                verdict, found = discharge_polynomial(prob, ob, background, part, deadline)
+            if verdict == COUNTEREXAMPLE:
+                res.status, res.detail = COUNTEREXAMPLE, found.text
+                res.extra = found.data
+                res.seconds = time.perf_counter() - t0
+                return res
+            if verdict == UNKNOWN:
+                unknown.append(f"{ob.what}: {found}")
                 break
-        if r == "unsat":
-            continue
-        if r == "unknown":
-            unknown.append(f"{ob.what}: {model}")
-            continue
-        found = confirm(prob, ob, background, part, model, deadline=t0 + timeout)
-        if found.confirmed:
-            res.status, res.detail = COUNTEREXAMPLE, found.text
-            res.extra = found.data
-            res.seconds = time.perf_counter() - t0
-            return res
-        unknown.append(f"{ob.what}: {found.text}")
     res.seconds = time.perf_counter() - t0
     if unknown:
         res.detail = "; ".join(unknown)
     else:
         res.status = VERIFIED
     return res
+
+
+def _nonlinear(part, ob, app_ids) -> bool:
+    """Does the claim (its goal, guard or assumptions) apply sigmoid/tanh/exp/log?"""
+    from z3.z3util import get_vars
+
+    return any(v.get_id() in app_ids for f in [part, ob.guard, *ob.assume] for v in get_vars(f))
+
+
+def discharge_polynomial(prob, ob, background, part, deadline):
+    """z3's nlsat with case splits (:mod:`cfmlir.verify.solve`); a model is replayed."""
+    from cfmlir.verify.replay import confirm
+
+    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline)
+    if r == "unsat":
+        return VERIFIED, None
+    if r == "unknown":
+        return UNKNOWN, model
+    found = confirm(prob, ob, background, part, model, deadline=deadline)
+    if found.confirmed:
+        return COUNTEREXAMPLE, found
+    return UNKNOWN, found.text
+
+
+def discharge_nonlinear(prob, ob, premises, part, deadline):
+    """The delta-complete procedure (:mod:`cfmlir.verify.delta`) on the slice of the world the claim
+    needs, widened when a candidate point does not extend to a real counterexample."""
+    from cfmlir.verify import delta
+    from cfmlir.verify.replay import at_point
+
+    why = "no decision"
+    for level in (0, 1, 2):
+        d = delta.decide(premises + list(ob.assume) + [ob.guard], z3.Not(part), prob.nl.order, deadline, level=level)
+        if d.status == delta.UNSAT:
+            return VERIFIED, None
+        if d.status == delta.UNKNOWN:
+            return UNKNOWN, d.detail
+        for point in d.points:
+            found = at_point(prob, ob, premises, part, point, deadline)
+            if found is not None and found.confirmed:
+                return COUNTEREXAMPLE, found
+            if found is not None:
+                why = f"candidate {_fmt_point(point)} not confirmed: {found.text}"
+            else:
+                why = f"candidate {_fmt_point(point)} does not extend to the whole world"
+    return UNKNOWN, why
+
+
+def _fmt_point(p: dict) -> str:
+    return "{" + ", ".join(f"{k}={v:.6g}" for k, v in sorted(p.items())) + "}"
