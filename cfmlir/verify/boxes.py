@@ -28,25 +28,24 @@ import time
 
 from cfmlir.verify import interval as I
 from cfmlir.verify.tape import const_interval, tape_of
-from cfmlir.verify.terms import affine_in, variables
+from cfmlir.verify.calculus import affine_in
 
 
-_AFFINE: dict[int, tuple] = {}
+_AFFINE: dict[int, list] = {}
 
 
-def _affine_parts(g) -> list:
-    """``[(variable name, c, rest)]`` for every variable ``g`` is affine in (cached per term)."""
-    hit = _AFFINE.get(g.get_id())
-    if hit is not None and hit[0].eq(g):
-        return hit[1]
-    parts = []
-    for v in variables(g):
-        r = affine_in(g, v)
-        parts.append((v.decl().name(), None if r is None else r[0], None if r is None else r[1]))
-    if len(_AFFINE) > 20000:
-        _AFFINE.clear()
-    _AFFINE[g.get_id()] = (g, parts)
-    return parts
+def _affine_parts(p) -> list:
+    """``[(variable name, c, rest)]`` for every variable of ``p`` (``c`` None when ``p`` is not affine in it)."""
+    hit = _AFFINE.get(p.id)
+    if hit is None:
+        hit = []
+        for v in sorted(p.vars):
+            r = affine_in(p, v)
+            hit.append((v, None if r is None else r[0], None if r is None else r[1]))
+        if len(_AFFINE) > 50000:
+            _AFFINE.clear()
+        _AFFINE[p.id] = hit
+    return hit
 
 
 class Region:
@@ -54,12 +53,12 @@ class Region:
 
     def __init__(self, atoms):
         self.atoms = list(atoms)
-        self.tapes = [tape_of([a.g]) for a in self.atoms]
+        self.tapes = [tape_of([a.p]) for a in self.atoms]
         self.strict = [a.strict for a in self.atoms]
         self.bounds = []
         names: set[str] = set()
         for a in self.atoms:
-            for name, c, rest in _affine_parts(a.g):
+            for name, c, rest in _affine_parts(a.p):
                 names.add(name)
                 if c is not None:
                     self.bounds.append((name, const_interval(c), tape_of([rest])))

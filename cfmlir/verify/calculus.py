@@ -1,97 +1,92 @@
-"""Symbolic partial derivatives of the prover's terms (:mod:`cfmlir.verify.terms`).
+"""How a term depends on a variable: partial derivatives and affine decompositions.
 
-``derivative(t, v)`` is ``dt/dv`` as a simplified z3 term, by the usual rules over the term DAG
-(memoised per subterm): sums, products (n-ary), quotients, integer powers, ``EXP' = EXP``,
-``LOG'(a) = 1/a``.  An ``If`` is differentiated branch-wise only when its condition does not mention ``v`` (else
-:class:`NotDifferentiable`: the derivative of a piecewise term is only meaningful inside one piece,
-which is why the prover works on the ``If``-free cases of :mod:`cfmlir.verify.cases`).
+``derivative(p, v)`` is ``dp/dv`` (:mod:`cfmlir.verify.expr` polynomials, memoised): the product
+rule over monomials, ``exp' = exp``, ``log'(a) = a' inv(a)``, ``inv'(a) = -a' inv(a)^2``.  An
+``Ite`` is differentiated branch-wise only when its condition does not mention ``v``, else
+:class:`NotDifferentiable` (the derivative of a piecewise term is only meaningful inside one
+piece, which is why the prover works on the ``If``-free cases of :mod:`cfmlir.verify.cases`).
 
-Example: ``derivative(1/(1 + EXP(-1*x)), x)`` is ``EXP(-1*x) / (1 + EXP(-1*x))**2`` (in z3's
-simplified form), the sigmoid's derivative.
+``affine_in(p, v)`` is ``(c, rest)`` when ``p = c*v + rest`` with a rational ``c != 0`` and ``rest``
+free of ``v`` (read off the monomials: no derivative needed).
+
+Example: ``derivative(inv(1 + exp(-x)), x)`` is ``exp(-x) * inv(1 + exp(-x))^2``.
 """
 
 from __future__ import annotations
 
-import z3
-
-from cfmlir.verify.terms import EXP, is_fun, is_var, mentions, simp
-
-_ZERO = z3.RealVal(0)
-_ONE = z3.RealVal(1)
+from cfmlir.verify import expr as E
 
 
 class NotDifferentiable(ValueError):
-    """A construct the derivative rules do not cover (an ``If``, an integer operation, ...)."""
+    """A piecewise term whose condition depends on the variable."""
 
 
-def _zero(t) -> bool:
-    return z3.is_rational_value(t) and t.as_fraction() == 0
+_MEMO: dict = {}
 
 
-def derivative(t, v):
-    memo: dict[int, object] = {}
-    vid = v.get_id()
+def derivative(p: E.Poly, v: str) -> E.Poly:
+    key = (p.id, v)
+    r = _MEMO.get(key)
+    if r is None:
+        if len(_MEMO) > 200000:
+            _MEMO.clear()
+        r = _MEMO[key] = _d(p, v)
+    return r
 
-    def d(s):
-        i = s.get_id()
-        r = memo.get(i)
-        if r is not None:
-            return r
-        r = _rule(s)
-        memo[i] = r
-        return r
 
-    def _rule(s):
-        if s.get_id() == vid:
-            return _ONE
-        if z3.is_rational_value(s) or z3.is_algebraic_value(s) or is_var(s):
-            return _ZERO
-        if is_fun(s):
-            a = s.arg(0)
-            da = d(a)
-            if _zero(da):
-                return _ZERO
-            if s.decl().name() == "EXP":
-                return EXP(a) * da
-            return da / a  # LOG
-        k = s.decl().kind()
-        ch = s.children()
-        if k == z3.Z3_OP_ADD:
-            return z3.Sum([d(c) for c in ch])
-        if k == z3.Z3_OP_SUB:
-            out = d(ch[0])
-            for c in ch[1:]:
-                out = out - d(c)
-            return out
-        if k == z3.Z3_OP_UMINUS:
-            return -d(ch[0])
-        if k == z3.Z3_OP_MUL:
-            terms = []
-            for j, c in enumerate(ch):
-                dc = d(c)
-                if _zero(dc):
-                    continue
-                others = [o for m, o in enumerate(ch) if m != j]
-                terms.append(z3.Product(others + [dc]) if others else dc)
-            return z3.Sum(terms) if terms else _ZERO
-        if k == z3.Z3_OP_DIV:
-            a, b = ch
-            da, db = d(a), d(b)
-            if _zero(db):
-                return _ZERO if _zero(da) else da / b
-            return (da * b - a * db) / (b * b)
-        if k == z3.Z3_OP_POWER:
-            a, n = ch
-            if not z3.is_rational_value(n) or n.as_fraction().denominator != 1:
-                raise NotDifferentiable(f"power {s}")
-            m = n.as_fraction().numerator
-            if m == 0:
-                return _ZERO
-            return z3.RealVal(m) * (a ** (m - 1)) * d(a)
-        if k == z3.Z3_OP_TO_REAL:
-            return d(ch[0])
-        if k == z3.Z3_OP_ITE and not mentions(ch[0], v):
-            return z3.If(ch[0], d(ch[1]), d(ch[2]))
-        raise NotDifferentiable(f"{s.decl().name()} in {s}")
+def _d(p: E.Poly, v: str) -> E.Poly:
+    if v not in p.vars:
+        return E.ZERO
+    parts = []
+    for m, c in p.terms:
+        for i, (a, k) in enumerate(m):
+            if v not in a.vars:
+                continue
+            da = _d_atom(a, v)
+            if da is E.ZERO:
+                continue
+            rest = [(b, j) for n, (b, j) in enumerate(m) if n != i]
+            if k > 1:
+                rest.append((a, k - 1))
+            mono = E.const(c * k)
+            for b, j in rest:
+                mono = E.mul(mono, E.power(E.atom_poly(b), j))
+            parts.append(E.mul(mono, da))
+    return E.add(*parts) if parts else E.ZERO
 
-    return simp(d(t))
+
+def _d_atom(a, v: str) -> E.Poly:
+    if isinstance(a, E.Var):
+        return E.ONE if a.name == v else E.ZERO
+    if isinstance(a, E.Fn):
+        da = derivative(a.arg, v)
+        if da is E.ZERO:
+            return E.ZERO
+        if a.f == "exp":
+            return E.mul(E.atom_poly(a), da)
+        if a.f == "log":
+            return E.mul(da, E.inv(a.arg))
+        return E.neg(E.mul(da, E.power(E.atom_poly(a), 2)))  # inv
+    if isinstance(a, E.Ite):
+        if v in a.cond.vars:
+            raise NotDifferentiable("a conditional whose condition depends on the variable")
+        return E.ite(a.cond, derivative(a.a, v), derivative(a.b, v))
+    raise TypeError(a)
+
+
+def affine_in(p: E.Poly, v: str):
+    """``(c, rest)`` with ``p = c*v + rest`` (``c`` a nonzero Fraction, ``rest`` free of ``v``), else ``None``."""
+    if v not in p.vars:
+        return None
+    c = None
+    keep: dict = {}
+    for m, k in p.terms:
+        if len(m) == 1 and isinstance(m[0][0], E.Var) and m[0][0].name == v and m[0][1] == 1:
+            c = k
+            continue
+        if any(v in a.vars for a, _j in m):
+            return None
+        keep[m] = k
+    if c is None:
+        return None
+    return c, E._poly(keep)

@@ -6,8 +6,9 @@ relaxations.  ``decide(formulas, order, deadline)`` decides the satisfiability o
 
 Algorithm:
 
-1. *Translate* the applications' fresh reals into terms over ``EXP``/``LOG``
-   (:mod:`cfmlir.verify.terms`) and drop the facts about them (the true functions replace them).
+1. *Translate* the formulas into the procedure's expressions (:mod:`cfmlir.verify.expr`), the
+   applications' fresh reals into terms over ``exp``/``log`` (:mod:`cfmlir.verify.terms`), and drop
+   the facts about them (the true functions replace them).
 2. *Slice*: keep the conjuncts whose variables are among the negated goal's (level 0; level ``k``
    adds the conjuncts sharing a variable with the kept ones, ``k`` times).  Dropping conjuncts
    weakens the problem: unsat still proves the obligation; a point must be replayed on the whole
@@ -36,13 +37,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import z3
-
-from cfmlir.verify import abstraction
+from cfmlir.verify import expr as E
 from cfmlir.verify.boxes import Outcome, Region, search
 from cfmlir.verify.cases import TooManyCases, cases
 from cfmlir.verify.reduce import Prover, Timeout
-from cfmlir.verify.terms import has_functions, simp, translate, translation, variables
+from cfmlir.verify.terms import Translator, Unsupported
 
 UNSAT, SAT, UNKNOWN = "unsat", "sat", "unknown"
 
@@ -58,32 +57,24 @@ class Decision:
 
 def conjuncts(fs) -> list:
     out = []
-    stack = list(reversed(fs))
-    while stack:
-        f = stack.pop()
-        if z3.is_and(f):
-            stack.extend(reversed(f.children()))
-        elif not z3.is_true(f):
-            out.append(f)
+    for f in fs:
+        for g in (f.parts if isinstance(f, E.And) else (f,)):
+            if g is not E.TRUE:
+                out.append(g)
     return out
-
-
-def _names(f) -> set[str]:
-    return {v.decl().name() for v in variables(f)}
 
 
 def sliced(formulas, goal, level: int) -> list:
     """The conjuncts of ``formulas`` relevant to ``goal`` (see step 2)."""
     parts = conjuncts(formulas)
-    names = [(_names(f), f) for f in parts]
-    keep = _names(goal)
+    keep = set(goal.vars)
     for _ in range(level):
         grown = set(keep)
-        for ns, _f in names:
-            if ns & keep:
-                grown |= ns
+        for f in parts:
+            if f.vars & keep:
+                grown |= f.vars
         keep = grown
-    return [f for ns, f in names if ns <= keep] + [goal]
+    return [f for f in parts if f.vars <= keep] + [goal]
 
 
 def _feasible(atoms) -> bool:
@@ -94,9 +85,9 @@ def _components(atoms) -> list[list]:
     """The atoms grouped by shared variables (a case is unsat iff some group is)."""
     groups: list[tuple[set, list]] = []
     for a in atoms:
-        ns = _names(a.g)
+        ns = set(a.p.vars)
         hit = [g for g in groups if g[0] & ns]
-        merged = (set(ns), [a])
+        merged = (ns, [a])
         for g in hit:
             merged[0].update(g[0])
             merged[1][:0] = g[1]
@@ -107,11 +98,15 @@ def _components(atoms) -> list[list]:
 
 def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: float = 1e-9,
            z3_timeout: float = 0.2) -> Decision:
-    """Is ``premises and goal`` satisfiable for the real functions?  (see the module docstring)"""
-    pairs = translation(order)
-    goal_t = simp(translate(goal, pairs))
-    prem_t = [translate(f, pairs) for f in premises]
-    kept = sliced(prem_t, goal_t, level)
+    """Is ``premises and goal`` (z3 formulas of a rule's encoding) satisfiable for the real
+    functions?  (see the module docstring)"""
+    try:
+        tr = Translator(order)
+        goal_f = tr.formula(goal)
+        prem_f = [tr.formula(f) for f in premises]
+    except Unsupported as exc:
+        return Decision(UNKNOWN, detail=f"outside the procedure: {exc}")
+    kept = sliced(prem_f, goal_f, level)
     prover = Prover(deadline, z3_timeout=z3_timeout)
     open_cases = []
     n = 0
@@ -157,12 +152,10 @@ def _refuted(prover: Prover, atoms) -> bool:
     if prover.z3_unsat(tuple(atoms)):
         return True
     for comp in _components(atoms):
-        targets = [a for a in reversed(comp) if has_functions(a.g)]  # the negated goal's atoms come last
-        if not targets:
-            continue  # polynomial: z3 decided the whole case above
+        targets = [a for a in reversed(comp) if a.p.fns]  # the negated goal's atoms come last
         for a in targets:
             rest = tuple(b for b in comp if b is not a)
-            # a: g > 0 (g >= 0) is refuted by g <= 0 (g < 0) on the rest
-            if prover.nonpos(a.g, not a.strict, rest):
+            # a: p > 0 (p >= 0) is refuted by p <= 0 (p < 0) on the rest
+            if prover.nonpos(a.p, not a.strict, rest):
                 return True
     return False

@@ -5,7 +5,8 @@ an infinite end means "unbounded" (a real value is never infinite).  Every opera
 interval that contains the exact real result for every choice of reals in its arguments:
 
 * ``+ - * /`` are correctly rounded in IEEE float64, so each computed end is moved one ulp outward
-  (``math.nextafter``); ``0 * inf`` is ``0`` (an end at infinity is a limit, the factor 0 is exact);
+  (``math.nextafter``) -- except a sum that is exact (Knuth's TwoSum error term is 0), so that
+  ``0 + 0`` stays ``0`` and a strict atom at 0 is seen to fail; ``0 * inf`` is ``0`` (an end at infinity is a limit, the factor 0 is exact);
   a division by an interval containing 0 is the whole line;
 * ``exp`` and ``log`` come from the C library, assumed accurate to 1 ulp (glibc documents < 1 ulp);
   their ends are moved four ulp outward.  ``exp`` overflowing at the lower end gives the largest
@@ -66,9 +67,21 @@ def _hi(x: float) -> float:
     return INF if math.isnan(x) else up(x)
 
 
+def _exact_sum(x: float, y: float, s: float) -> bool:
+    """Is the float sum ``s = x + y`` exact (Knuth's TwoSum error term is 0)?"""
+    if math.isinf(s) or math.isnan(s):
+        return False
+    bb = s - x
+    return (x - (s - bb)) + (y - bb) == 0.0
+
+
 def add(a, b):
     lo, hi = a[0] + b[0], a[1] + b[1]
-    return (_lo(lo) if lo != -INF else lo, _hi(hi) if hi != INF else hi)
+    if lo != -INF and not (not math.isinf(a[0]) and not math.isinf(b[0]) and _exact_sum(a[0], b[0], lo)):
+        lo = _lo(lo)
+    if hi != INF and not (not math.isinf(a[1]) and not math.isinf(b[1]) and _exact_sum(a[1], b[1], hi)):
+        hi = _hi(hi)
+    return (lo, hi)
 
 
 def neg(a):

@@ -8,11 +8,12 @@ below 0 and branch and prune alone never ends.  ``Prover.nonpos(T, strict, atoms
 1. the enclosure of ``T`` on the atoms' contracted box (:mod:`cfmlir.verify.boxes`);
 2. z3 on the abstraction (:mod:`cfmlir.verify.abstraction`): exact for algebraic identities such
    as ``T(x := l) = 0`` or a chord slope times the width being the rise;
-3. *monotonicity*: for a variable ``v`` that every atom bounds affinely (``v >= w_i``, ``v <= W_j``,
-   so each fibre along ``v`` is an interval), if ``dT/dv <= 0`` on the region (proved recursively,
+3. *monotonicity*: for a variable ``v``, on the atoms that bound it affinely (``v >= w_i``,
+   ``v <= W_j``, so each fibre along ``v`` is an interval) and those without ``v`` (the others are
+   dropped: a weaker region), if ``dT/dv <= 0`` on the region (proved recursively,
    along ``v`` only) then ``T`` is largest at the lower end: prove ``T(v := w_i)`` on the region with
    ``v := w_i`` and ``w_i >= w_k`` (one case per lower bound, the end of the fibre; a strict bound
-   contributes its closure, where ``T`` is continuous: every denominator and log argument of
+   contributes its closure, where ``T`` is continuous: every ``inv`` and ``log`` argument of
    ``T(v := w_i)`` is checked to stay away from 0); ``dT/dv >= 0``: the upper end;
 4. *convexity*: ``d2T/dv2 >= 0`` on the region: ``T`` is largest at an end of the fibre, prove both;
 5. *splitting* along ``v`` at the points where ``T``'s pieces change shape: where an argument of
@@ -34,19 +35,20 @@ from __future__ import annotations
 import random
 import time
 
-import z3
-
 from cfmlir.verify import abstraction
+from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
 from cfmlir.verify.boxes import Outcome, Region, sample, search
-from cfmlir.verify.calculus import NotDifferentiable, derivative
-from cfmlir.verify.cases import Atom, make_atom
+from cfmlir.verify.calculus import NotDifferentiable, affine_in, derivative
 from cfmlir.verify.tape import tape_of
-from cfmlir.verify.terms import affine_in, functions, mentions, rational, simp, subst, variables, walk
 
 
 class Timeout(Exception):
     pass
+
+
+def _key(atoms) -> frozenset:
+    return frozenset(a.id for a in atoms)
 
 
 class Prover:
@@ -63,7 +65,6 @@ class Prover:
         self._z3: dict = {}
         self._points: dict = {}
         self._regions: dict = {}
-        self._keep: list = []  # keeps memo keys' terms alive (z3 ids are reused after collection)
 
     # -- helpers --------------------------------------------------------------------------------
     def check_time(self) -> None:
@@ -71,26 +72,24 @@ class Prover:
             raise Timeout()
 
     def region(self, atoms) -> Region:
-        key = frozenset(a.key for a in atoms)
+        key = _key(atoms)
         r = self._regions.get(key)
         if r is None:
             r = self._regions[key] = Region(atoms)
-            self._keep.append(atoms)
         return r
 
     def box(self, atoms):
         return self.region(atoms).contract({})
 
     def z3_unsat(self, atoms) -> bool:
-        key = frozenset(a.key for a in atoms)
+        key = _key(atoms)
         hit = self._z3.get(key)
         if hit is not None:
             return hit
         left = self.deadline - time.perf_counter()
         if left <= 0:
             raise Timeout()
-        r = self._z3[key] = abstraction.unsat(atoms, timeout=min(self.z3_timeout, left))
-        self._keep.append(atoms)
+        r = self._z3[key] = abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left))
         return r
 
     # -- the prover -----------------------------------------------------------------------------
@@ -98,16 +97,14 @@ class Prover:
         """``T <= 0`` (``< 0``) on every point of ``atoms`` (see the module docstring)."""
         self.check_time()
         self.calls += 1
-        T = simp(T)
-        q = rational(T)
+        q = T.constant()
         if q is not None:
             return q < 0 if strict else q <= 0
-        key = (T.get_id(), strict, frozenset(a.key for a in atoms), None if along is None else along.get_id(), depth, order)
+        key = (T.id, strict, _key(atoms), along, depth, order)
         if key in self._memo:
             return self._memo[key]
-        self._keep.append(T)
         self._memo[key] = False  # (a recursive call on the same problem fails)
-        ok = self._nonpos(T, strict, atoms, depth, along, order)
+        ok = self._nonpos(T, strict, tuple(atoms), depth, along, order)
         self._memo[key] = ok
         return ok
 
@@ -118,26 +115,25 @@ class Prover:
         (iv,) = tape_of([T]).enclose(box)
         if iv[1] < 0 or (iv[1] <= 0 and not strict):
             return True
-        viol = Atom(T, not strict)  # T > 0 (T >= 0): the negation of the claim
+        viol = E.cmp(T, not strict)  # T > 0 (T >= 0): the negation of the claim
         if self.falsified(T, atoms):
             return False
-        if self.z3_unsat(tuple(atoms) + (viol,)):
+        if self.z3_unsat(atoms + (viol,)):
             return True
         if depth >= self.max_depth:
             return False
-        for v in self._candidates(T, atoms, along):
+        for v in self._candidates(T, along, atoms):
             if self._along(T, strict, atoms, depth, v, box, along, order):
                 return True
         if depth <= 1 and self.box_budget:
-            out = search(self.region(tuple(atoms) + (viol,)), box, deadline=self.deadline,
-                         max_boxes=self.box_budget)
+            out = search(self.region(atoms + (viol,)), box, deadline=self.deadline, max_boxes=self.box_budget)
             if out.kind == Outcome.EMPTY:
                 return True
         return False
 
-    def points(self, atoms, n: int = 16) -> list:
+    def points(self, atoms, n: int = 12) -> list:
         """Random points of ``atoms`` (made once per region)."""
-        key = frozenset(a.key for a in atoms)
+        key = _key(atoms)
         pts = self._points.get(key)
         if pts is None:
             region = self.region(atoms)
@@ -157,38 +153,49 @@ class Prover:
             if free:
                 p = {**p, **{n: self.rng.gauss(0.0, 3.0) for n in free}}
             (t,) = tape.value(p)
-            if t == t and t > 1e-7 * (1 + max(abs(x) for x in p.values())):
+            if t == t and t > 1e-7 * (1 + max((abs(x) for x in p.values()), default=0.0)):
                 return True
         return False
 
-    def _candidates(self, T, atoms, along):
+    def _candidates(self, T, along, atoms):
         if along is not None:
-            return [along] if mentions(T, along) else []
-        vs = variables(T)
-        inner = {s.get_id() for f in functions(T) for s in variables(f.arg(0))}
-        return sorted(vs, key=lambda v: (v.get_id() not in inner, v.decl().name()))
+            return [along] if along in T.vars else []
+        inner = set()
+        for f in T.fns:
+            inner |= f.arg.vars
+
+        def sides(v):
+            _kept, lo, hi = self.bounds(atoms, v)
+            return bool(lo) + bool(hi)
+
+        # first the variables T is affine in (eliminated in one step, Fourier-Motzkin-like), then
+        # those bounded on both sides (their fibre is an interval with two ends), then those inside
+        # the functions' arguments
+        return sorted(T.vars, key=lambda v: (affine_in(T, v) is None, -sides(v), v not in inner, v))
 
     def bounds(self, atoms, v):
-        """``(lower, upper)`` lists of ``(w, atom)`` when every atom mentioning ``v`` is affine in it."""
-        lo, hi = [], []
+        """``(atoms kept, lower, upper)``: the atoms without those that mention ``v`` other than
+        affinely (dropping atoms weakens the region: a proof on it is a proof), and the bounds
+        ``(w, atom)`` on ``v`` of the others (``v >= w`` / ``v <= w``)."""
+        lo, hi, kept = [], [], []
         for a in atoms:
-            if not mentions(a.g, v):
+            if v not in a.p.vars:
+                kept.append(a)
                 continue
-            r = affine_in(a.g, v)
+            r = affine_in(a.p, v)
             if r is None:
-                return None
+                continue
+            kept.append(a)
             c, rest = r
-            w = simp(-rest / z3.RealVal(c))
+            w = E.scale(rest, -1 / c)
             (lo if c > 0 else hi).append((w, a))
-        return lo, hi
+        return tuple(kept), lo, hi
 
     def _along(self, T, strict, atoms, depth, v, box, along, order) -> bool:
-        b = self.bounds(atoms, v)
-        if b is None:
-            return False
-        lo, hi = b
+        atoms, lo, hi = self.bounds(atoms, v)
         d = depth + 1
         o = order + 1 if along is not None else 1
+        D = None
         if o <= self.max_order:
             try:
                 D = derivative(T, v)
@@ -197,78 +204,101 @@ class Prover:
             # 3. monotone
             if self.nonpos(D, False, atoms, d, along=v, order=o):
                 return self.at_ends(T, strict, atoms, d, v, lo, lower=True)
-            if self.nonpos(-D, False, atoms, d, along=v, order=o):
+            if self.nonpos(E.neg(D), False, atoms, d, along=v, order=o):
                 return self.at_ends(T, strict, atoms, d, v, hi, lower=False)
         # 4. convex
-        if lo and hi and o + 1 <= self.max_order:
+        if D is not None and lo and hi and o + 1 <= self.max_order:
             try:
                 D2 = derivative(D, v)
             except NotDifferentiable:
                 D2 = None
-            if D2 is not None and self.nonpos(-D2, False, atoms, d, along=v, order=o + 1):
+            if D2 is not None and self.nonpos(E.neg(D2), False, atoms, d, along=v, order=o + 1):
                 if self.at_ends(T, strict, atoms, d, v, lo, lower=True) and \
                         self.at_ends(T, strict, atoms, d, v, hi, lower=False):
                     return True
         # 5. split along v
         for w in self.split_points(T, v, atoms, box):
-            left = make_atom(w - v, False)
-            right = make_atom(v - w, False)
-            if left is True or right is True or left is False or right is False:
+            left = E.cmp(E.sub(w, E.var(v)), False)
+            right = E.cmp(E.sub(E.var(v), w), False)
+            if not (isinstance(left, E.Cmp) and isinstance(right, E.Cmp)):
                 continue
-            if all(self.nonpos(T, strict, tuple(atoms) + (half,), d, along=along, order=order) for half in (left, right)):
+            if all(self.nonpos(T, strict, atoms + (half,), d, along=along, order=order) for half in (left, right)):
                 return True
         return False
 
     def split_points(self, T, v, atoms, box) -> list:
-        have = {a.g.get_id() for a in atoms}
-        vbox = box.get(v.decl().name(), I.WHOLE)
+        """Where to split along ``v``: where an ``exp``/``log`` argument affine in ``v`` equals another
+        application's argument or 0, inside ``v``'s range; best first -- where ``dT/dv`` or
+        ``d2T/dv2`` vanishes at the sample points (a tangent point, an inflection)."""
+        have = {a.id for a in atoms}
+        vbox = box.get(v, I.WHOLE)
         out, seen = [], set()
-        fs = functions(T)
+        fs = sorted((f for f in T.fns if f.f in ("exp", "log")), key=lambda f: f.id)
         for f in fs:
-            r = affine_in(f.arg(0), v)
+            r = affine_in(f.arg, v)
             if r is None:
                 continue
             c, rest = r
-            targets = [z3.RealVal(0)] + [g.arg(0) for g in fs if g.decl().name() == f.decl().name() and not mentions(g.arg(0), v)]
+            targets = [g.arg for g in fs if g.f == f.f and v not in g.arg.vars] + [E.ZERO]
             for t in targets:
-                w = simp((t - rest) / z3.RealVal(c))
-                if w.get_id() in seen or mentions(w, v):
+                w = E.scale(E.sub(t, rest), 1 / c)
+                if w.id in seen or v in w.vars:
                     continue
-                seen.add(w.get_id())
-                if simp(w - v).get_id() in have or simp(v - w).get_id() in have:
+                seen.add(w.id)
+                half = E.cmp(E.sub(w, E.var(v)), False)
+                if isinstance(half, E.Cmp) and (half.id in have or E.not_(half).id in have):
                     continue
                 (wi,) = tape_of([w]).enclose(box)
                 if wi[1] <= vbox[0] or wi[0] >= vbox[1]:
                     continue  # not inside v's range
                 out.append(w)
+        if len(out) > 1:
+            out.sort(key=lambda w: self._flatness(T, v, w, atoms))
         return out
+
+    def _flatness(self, T, v, w, atoms) -> float:
+        """How far ``dT/dv`` and ``d2T/dv2`` at ``v = w`` are from 0 on the sample points (smaller: a better split)."""
+        try:
+            D = derivative(T, v)
+            D2 = derivative(D, v)
+        except NotDifferentiable:
+            return float("inf")
+        best = float("inf")
+        for Dk in (D, D2):
+            tape = tape_of([E.subst_var(Dk, v, w)])
+            worst = 0.0
+            for p in self.points(atoms)[:6]:
+                (x,) = tape.value(p)
+                worst = max(worst, abs(x) if x == x else float("inf"))
+            best = min(best, worst)
+        return best
 
     def at_ends(self, T, strict, atoms, depth, v, ends, lower: bool) -> bool:
         """``T(v := w) <= 0`` for every candidate end ``w`` of the fibre (the largest lower / smallest upper bound)."""
         if not ends:
             return False  # unbounded on that side: no end to reduce to
-        others = tuple(a for a in atoms if not mentions(a.g, v))
-        vatoms = [a for a in atoms if mentions(a.g, v)]
+        others = tuple(a for a in atoms if v not in a.p.vars)
+        vatoms = [a for a in atoms if v in a.p.vars]
         for i, (w, _a) in enumerate(ends):
             new = list(others)
             empty = False
             for j, (w2, _b) in enumerate(ends):
                 if j != i:
-                    at = make_atom(w - w2 if lower else w2 - w, False)
-                    if at is False:
+                    at = E.cmp(E.sub(w, w2) if lower else E.sub(w2, w), False)
+                    if at is E.FALSE:
                         empty = True
-                    elif at is not True:
+                    elif at is not E.TRUE:
                         new.append(at)
             for a in vatoms:  # the closure of the fibre's atoms at v = w
-                at = make_atom(subst(a.g, v, w), False)
-                if at is False:
+                at = E.cmp(E.subst_var(a.p, v, w), False)
+                if at is E.FALSE:
                     empty = True
-                elif at is not True:
+                elif at is not E.TRUE:
                     new.append(at)
             if empty:
                 continue
             new = tuple(_dedupe(new))
-            Tw = subst(T, v, w)
+            Tw = E.subst_var(T, v, w)
             if not self.continuous(Tw, new):
                 return False
             if not self.nonpos(Tw, strict, new, depth):
@@ -276,27 +306,30 @@ class Prover:
         return True
 
     def continuous(self, T, atoms) -> bool:
-        """Every denominator of ``T`` is nonzero and every log argument positive on ``atoms``."""
+        """Every ``inv`` argument of ``T`` is nonzero and every ``log`` argument positive on ``atoms``."""
         risky = []
-        for s in walk(T):
-            if z3.is_app_of(s, z3.Z3_OP_DIV):
-                risky.append((s.arg(1), False))
-            elif z3.is_app(s) and s.num_args() == 1 and s.decl().name() == "LOG":
-                risky.append((s.arg(0), True))
+        seen = set()
+        stack = list(T.atoms)
+        while stack:
+            a = stack.pop()
+            if a.id in seen or not isinstance(a, E.Fn):
+                continue
+            seen.add(a.id)
+            if a.f in ("inv", "log"):
+                risky.append((a.arg, a.f == "log"))
+            stack.extend(a.arg.atoms)
         if not risky:
             return True
         box = self.box(atoms)
         if box is None:
             return True
-        ivs = tape_of([t for t, _ in risky]).enclose(box)
-        for (t, positive), iv in zip(risky, ivs):
+        for t, positive in risky:
+            (iv,) = tape_of([t]).enclose(box)
             if iv[0] > 0 or (not positive and iv[1] < 0):
                 continue
-            if rational(t) is not None:
-                continue
-            if self.z3_unsat(tuple(atoms) + (Atom(simp(-t), False),)):
+            if self.z3_unsat(atoms + (E.cmp(E.neg(t), False),)):
                 continue  # t > 0
-            if not positive and self.z3_unsat(tuple(atoms) + (Atom(t, False),)):
+            if not positive and self.z3_unsat(atoms + (E.cmp(t, False),)):
                 continue  # t < 0
             return False
         return True
@@ -305,7 +338,7 @@ class Prover:
 def _dedupe(atoms):
     seen, out = set(), []
     for a in atoms:
-        if a.key not in seen:
-            seen.add(a.key)
+        if a.id not in seen:
+            seen.add(a.id)
             out.append(a)
     return out

@@ -1,20 +1,21 @@
-"""The prover's terms: z3 real arithmetic with the true ``exp`` and ``log`` as function symbols.
+"""From the rule encoding (z3) to the procedure's expressions (:mod:`cfmlir.verify.expr`) and back.
 
 The rule encoding (:mod:`cfmlir.verify.nonlinear`) names each application ``sigmoid(t)`` by a fresh
 real constrained by facts.  The decision procedure (:mod:`cfmlir.verify.delta`) needs the function
-itself, so :func:`translate` replaces each such real by a *canonical* term over two uninterpreted
-function symbols ``EXP`` and ``LOG`` that stand for the real ``exp`` and ``log``::
+itself, so :func:`from_z3` replaces each such real by a *canonical* term over ``exp`` and ``log``::
 
-    sigmoid(t) -> 1 / (1 + EXP(-t))          tanh(t) -> 1 - 2 / (1 + EXP(2 t))
-    exp(t)     -> EXP(t)                     log(t)  -> LOG(t)
+    sigmoid(t) -> inv(1 + exp(-t))          tanh(t) -> 1 - 2 inv(1 + exp(2 t))
+    exp(t)     -> exp(t)                    log(t)  -> log(t)
 
 One base function makes the identities between them syntactic (``sigmoid(-t) = 1 - sigmoid(t)``,
-``sigmoid' = sigmoid (1 - sigmoid)`` are polynomial identities in ``EXP(-t)``), so z3 can decide them
-once ``EXP(-t)`` is a variable (:mod:`cfmlir.verify.abstraction`).  Terms are simplified with
-``som=True`` so that equal arguments are equal terms (``EXP(-1*x)`` everywhere).
+``sigmoid' = sigmoid (1 - sigmoid)`` are polynomial identities in ``exp(-t)``), which z3 decides
+once ``exp(-t)`` is a variable (:mod:`cfmlir.verify.abstraction`).
 
-Example: ``translate`` maps ``sigmoid_0 - sigmoid_1`` (applications at ``x_p`` and ``l_p``) to
-``1/(1 + EXP(-1*x_p)) - 1/(1 + EXP(-1*l_p))``.
+:func:`to_z3` writes an expression back for z3, with a callback choosing what an ``exp``/``log``
+atom becomes (a fresh real in the abstraction).
+
+Example: with ``sigmoid_0`` the application at ``x_p``, ``from_z3(sigmoid_0 - 1/2)`` is
+``inv(1 + exp(-x_p)) - 1/2``.
 """
 
 from __future__ import annotations
@@ -23,190 +24,197 @@ from fractions import Fraction
 
 import z3
 
-R = z3.RealSort()
-EXP = z3.Function("EXP", R, R)
-LOG = z3.Function("LOG", R, R)
-FUNCTIONS = ("EXP", "LOG")
+from cfmlir.verify import expr as E
 
 
-def simp(t):
-    return z3.simplify(t, som=True)
+class Unsupported(ValueError):
+    """A z3 construct without a counterpart here (the caller falls back to z3 alone)."""
 
 
-def canonical(name: str, arg):
+def canonical(name: str, arg: E.Poly) -> E.Poly:
     """The canonical term of ``name(arg)`` (``name`` one of sigmoid, tanh, exp, log)."""
     if name == "sigmoid":
-        return 1 / (1 + EXP(simp(-arg)))
+        return E.inv(E.add(E.ONE, E.exp(E.neg(arg))))
     if name == "tanh":
-        return 1 - 2 / (1 + EXP(simp(2 * arg)))
+        return E.sub(E.ONE, E.scale(E.inv(E.add(E.ONE, E.exp(E.scale(arg, 2)))), 2))
     if name == "exp":
-        return EXP(simp(arg))
+        return E.exp(arg)
     if name == "log":
-        return LOG(simp(arg))
+        return E.log(arg)
     raise KeyError(name)
 
 
-def translation(order) -> list[tuple]:
-    """Substitution pairs ``(fresh real, canonical term)`` for the applications ``order`` (a list of
-    ``(name, argument, fresh real)`` in order of creation: an argument only uses earlier ones)."""
-    pairs: list[tuple] = []
-    for name, t, v in order:
-        arg = z3.substitute(t, *pairs) if pairs else t
-        pairs.append((v, canonical(name, arg)))
-    return pairs
+class Translator:
+    """z3 terms of one rule's encoding -> expressions (memoised per z3 term)."""
+
+    def __init__(self, order=()):
+        self.apps: dict[str, E.Poly] = {}
+        self._memo: dict[int, object] = {}
+        self._keep: list = []
+        for name, t, v in order:  # an argument only uses earlier applications
+            self.apps[v.decl().name()] = canonical(name, self.term(t))
+
+    def term(self, t) -> E.Poly:
+        r = self.convert(t)
+        if not isinstance(r, E.Poly):
+            raise Unsupported("a Boolean where a number is expected")
+        return r
+
+    def formula(self, f) -> E.Formula:
+        r = self.convert(f)
+        if not isinstance(r, E.Formula):
+            raise Unsupported("a number where a formula is expected")
+        return r
+
+    def convert(self, t):
+        i = t.get_id()
+        r = self._memo.get(i)
+        if r is None:
+            r = self._convert(t)
+            self._memo[i] = r
+            self._keep.append(t)
+        return r
+
+    def _convert(self, t):
+        if z3.is_true(t):
+            return E.TRUE
+        if z3.is_false(t):
+            return E.FALSE
+        if z3.is_rational_value(t):
+            return E.const(Fraction(t.numerator_as_long(), t.denominator_as_long()))
+        if z3.is_int_value(t):
+            return E.const(t.as_long())
+        k = t.decl().kind() if z3.is_app(t) else None
+        ch = t.children()
+        if z3.is_const(t) and k == z3.Z3_OP_UNINTERPRETED:
+            name = t.decl().name()
+            if z3.is_bool(t):
+                return E.bvar(name)
+            if name in self.apps:
+                return self.apps[name]
+            return E.var(name)
+        if k == z3.Z3_OP_AND:
+            return E.and_(*[self.formula(c) for c in ch])
+        if k == z3.Z3_OP_OR:
+            return E.or_(*[self.formula(c) for c in ch])
+        if k == z3.Z3_OP_NOT:
+            return E.not_(self.formula(ch[0]))
+        if k == z3.Z3_OP_IMPLIES:
+            return E.or_(E.not_(self.formula(ch[0])), self.formula(ch[1]))
+        if k == z3.Z3_OP_ITE:
+            c = self.formula(ch[0])
+            if z3.is_bool(t):
+                return E.bite(c, self.formula(ch[1]), self.formula(ch[2]))
+            return E.ite(c, self.term(ch[1]), self.term(ch[2]))
+        if k in (z3.Z3_OP_LE, z3.Z3_OP_LT, z3.Z3_OP_GE, z3.Z3_OP_GT):
+            a, b = self.term(ch[0]), self.term(ch[1])
+            if k in (z3.Z3_OP_LE, z3.Z3_OP_LT):
+                a, b = b, a
+            return E.cmp(E.sub(a, b), k in (z3.Z3_OP_LT, z3.Z3_OP_GT))
+        if k == z3.Z3_OP_EQ:
+            if z3.is_bool(ch[0]):
+                a, b = self.formula(ch[0]), self.formula(ch[1])
+                return E.or_(E.and_(a, b), E.and_(E.not_(a), E.not_(b)))
+            return E.eq(E.sub(self.term(ch[0]), self.term(ch[1])))
+        if k == z3.Z3_OP_DISTINCT and len(ch) == 2:
+            if z3.is_bool(ch[0]):
+                a, b = self.formula(ch[0]), self.formula(ch[1])
+                return E.or_(E.and_(a, E.not_(b)), E.and_(E.not_(a), b))
+            return E.not_(E.eq(E.sub(self.term(ch[0]), self.term(ch[1]))))
+        if k == z3.Z3_OP_ADD:
+            return E.add(*[self.term(c) for c in ch])
+        if k == z3.Z3_OP_SUB:
+            out = self.term(ch[0])
+            for c in ch[1:]:
+                out = E.sub(out, self.term(c))
+            return out
+        if k == z3.Z3_OP_UMINUS:
+            return E.neg(self.term(ch[0]))
+        if k == z3.Z3_OP_MUL:
+            return E.mul(*[self.term(c) for c in ch])
+        if k == z3.Z3_OP_DIV:
+            return E.div(self.term(ch[0]), self.term(ch[1]))
+        if k == z3.Z3_OP_POWER:
+            n = ch[1]
+            if z3.is_rational_value(n) and n.as_fraction().denominator == 1 and 0 <= n.as_fraction() <= 64:
+                return E.power(self.term(ch[0]), int(n.as_fraction()))
+            raise Unsupported("a power with a non-integer exponent")
+        if k in (z3.Z3_OP_TO_REAL, z3.Z3_OP_TO_INT):
+            return self.term(ch[0]) if k == z3.Z3_OP_TO_REAL else self._opaque_term(t)
+        if z3.is_bool(t):
+            # IsInt, a Boolean function...: a constraint the procedure does not interpret
+            return E.bvar(f"?{t.get_id()}")
+        return self._opaque_term(t)
+
+    def _opaque_term(self, t):
+        raise Unsupported(f"the z3 operation '{t.decl().name()}'")
 
 
-def translate(f, pairs):
-    return clean(z3.substitute(f, *pairs)) if pairs else f
+def to_z3(node, fn_atom=None, memo: dict | None = None):
+    """``node`` as a z3 term; ``fn_atom(atom)`` gives the z3 term of an ``exp``/``log`` atom (by
+    default ``EXP(arg)``/``LOG(arg)`` with uninterpreted functions)."""
+    if memo is None:
+        memo = {}
+    return _to_z3(node, fn_atom or _uf_atom, memo)
 
 
-def clean(t):
-    """``t`` with ``EXP(0)`` replaced by 1, ``LOG(1)`` by 0 (exact values z3 cannot see) and every
-    ``LOG(1 + EXP(a))`` whose ``a`` leads with a negative coefficient by ``a + LOG(1 + EXP(-a))``
-    (``log(1 + e^a) = a + log(1 + e^-a)``): one orientation per softplus, so that the pieces
-    ``x + log(1 + e^-x)`` (x >= 0) and ``log(1 + e^x)`` (x < 0) of ``max(x, 0) + log(1 + exp(-|x|))``
-    become one term and the split at 0 disappears (:mod:`cfmlir.verify.cases`)."""
-    fixed = []
-    for s in walk(t):
-        if not is_fun(s):
-            continue
-        q = rational(s.arg(0))
-        if q is not None and ((s.decl().name() == "EXP" and q == 0) or (s.decl().name() == "LOG" and q == 1)):
-            fixed.append((s, z3.RealVal(1 if q == 0 else 0)))
-            continue
-        a = _log1p_exp_arg(s)
-        if a is not None and _negative_lead(a):
-            fixed.append((s, a + LOG(1 + EXP(simp(-a)))))
-    return z3.simplify(z3.substitute(t, *fixed), som=True) if fixed else t
+_R = z3.RealSort()
+_EXP = z3.Function("EXP", _R, _R)
+_LOG = z3.Function("LOG", _R, _R)
 
 
-def _log1p_exp_arg(s):
-    """``a`` when ``s`` is ``LOG(1 + EXP(a))``."""
-    if s.decl().name() != "LOG":
-        return None
-    b = s.arg(0)
-    if not z3.is_add(b) or b.num_args() != 2:
-        return None
-    one, e = b.arg(0), b.arg(1)
-    if is_fun(one):
-        one, e = e, one
-    if rational(one) != 1 or not is_fun(e) or e.decl().name() != "EXP":
-        return None
-    return e.arg(0)
+def _uf_atom(a, conv):
+    return (_EXP if a.f == "exp" else _LOG)(conv(a.arg))
 
 
-def _negative_lead(a) -> bool:
-    lead = a.arg(0) if z3.is_add(a) else a
-    if z3.is_mul(lead) and z3.is_rational_value(lead.arg(0)):
-        return lead.arg(0).as_fraction() < 0
-    return z3.is_rational_value(lead) and lead.as_fraction() < 0
+def _to_z3(n, fa, memo):
+    r = memo.get(n.id)
+    if r is not None:
+        return r
+
+    def conv(x):
+        return _to_z3(x, fa, memo)
+
+    if isinstance(n, E.Poly):
+        terms = []
+        for m, c in n.terms:
+            fs = [_atom_z3(a, fa, memo, conv) ** k if k != 1 else _atom_z3(a, fa, memo, conv) for a, k in m]
+            cz = z3.RealVal(c)
+            terms.append(cz if not fs else (z3.Product(fs) if c == 1 else cz * z3.Product(fs)))
+        r = z3.Sum(terms) if len(terms) > 1 else terms[0] if terms else z3.RealVal(0)
+    elif isinstance(n, E.Cmp):
+        p = conv(n.p)
+        r = p > 0 if n.strict else p >= 0
+    elif isinstance(n, E.Eq):
+        r = conv(n.p) == 0
+    elif isinstance(n, E.And):
+        r = z3.And([conv(g) for g in n.parts])
+    elif isinstance(n, E.Or):
+        r = z3.Or([conv(g) for g in n.parts])
+    elif isinstance(n, E.Not):
+        r = z3.Not(conv(n.b))
+    elif isinstance(n, E.BConst):
+        r = z3.BoolVal(n.value)
+    elif isinstance(n, E.BVar):
+        r = z3.Bool(n.name)
+    else:
+        raise TypeError(n)
+    memo[n.id] = r
+    return r
 
 
-# -- inspection ----------------------------------------------------------------------------------
-def is_var(t) -> bool:
-    return z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED
-
-
-def is_fun(t) -> bool:
-    """``EXP(a)`` or ``LOG(a)``."""
-    return z3.is_app(t) and t.num_args() == 1 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED \
-        and t.decl().name() in FUNCTIONS
-
-
-def _walk(t):
-    seen: set[int] = set()
-    out = []
-    stack = [(t, False)]
-    while stack:
-        s, done = stack.pop()
-        i = s.get_id()
-        if done:
-            if i not in seen:
-                seen.add(i)
-                out.append(s)
-            continue
-        if i in seen:
-            continue
-        stack.append((s, True))
-        for c in s.children():
-            if c.get_id() not in seen:
-                stack.append((c, False))
-    return out
-
-
-class _Info:
-    """What the prover asks of a term, computed once: its subterms, variables and applications."""
-
-    __slots__ = ("term", "nodes", "vars", "var_ids", "funs")
-
-    def __init__(self, t):
-        self.term = t
-        self.nodes = _walk(t)
-        self.vars = [s for s in self.nodes if is_var(s) and s.sort() == R]
-        self.var_ids = {v.get_id() for v in self.vars}
-        self.funs = [s for s in self.nodes if is_fun(s)]
-
-
-_INFO: dict[int, _Info] = {}
-
-
-def info(t) -> _Info:
-    i = t.get_id()
-    hit = _INFO.get(i)
-    if hit is None or not hit.term.eq(t):
-        if len(_INFO) > 50000:
-            _INFO.clear()
-        hit = _INFO[i] = _Info(t)
-    return hit
-
-
-def walk(t):
-    """Every distinct subterm of ``t`` once (children before parents)."""
-    return info(t).nodes
-
-
-def variables(t) -> list:
-    return info(t).vars
-
-
-def functions(t) -> list:
-    return info(t).funs
-
-
-def has_functions(t) -> bool:
-    return bool(info(t).funs)
-
-
-def mentions(t, v) -> bool:
-    return v.get_id() in info(t).var_ids
-
-
-def subst(t, v, w):
-    return clean(simp(z3.substitute(t, (v, w))))
-
-
-def rational(t) -> Fraction | None:
-    """The value of a rational numeral, else ``None``."""
-    if not z3.is_rational_value(t):
-        t = simp(t)
-    if z3.is_rational_value(t):
-        return Fraction(t.numerator_as_long(), t.denominator_as_long())
-    return None
-
-
-def affine_in(g, v):
-    """``(c, rest)`` when ``g = c*v + rest`` with a rational ``c != 0`` and ``rest`` free of ``v``."""
-    from cfmlir.verify.calculus import NotDifferentiable, derivative
-
-    if not mentions(g, v):
-        return None
-    try:
-        c = rational(derivative(g, v))
-    except NotDifferentiable:
-        return None
-    if c is None or c == 0:
-        return None
-    rest = subst(g, v, z3.RealVal(0))
-    if mentions(rest, v):
-        return None
-    return c, rest
+def _atom_z3(a, fa, memo, conv):
+    key = ("atom", a.id)
+    r = memo.get(key)
+    if r is not None:
+        return r
+    if isinstance(a, E.Var):
+        r = z3.Real(a.name)
+    elif isinstance(a, E.Fn) and a.f == "inv":
+        r = 1 / conv(a.arg)
+    elif isinstance(a, E.Fn):
+        r = fa(a, conv)
+    else:  # Ite
+        r = z3.If(conv(a.cond), conv(a.a), conv(a.b))
+    memo[key] = r
+    return r

@@ -100,7 +100,12 @@ class World:
         if ty == T.BOOL:
             return z3.Bool(f"{m}_{n.name}")
         if ty == T.POLYEXP:
-            return SPoly(z3.Real(f"{m}_{n.name}_c"), {q: z3.Real(f"{m}_{n.name}_{q.name}") for q in n.pool})
+            # Parametrised by its concrete value v: const = v - sum c_j x_qj, so that the value of
+            # L is the one variable v (a premise L <= x is then v <= x, and a rule using L's value
+            # needs no pool variables; the map (const, c) <-> (v, c) is a bijection).
+            coeffs = {q: z3.Real(f"{m}_{n.name}_{q.name}") for q in n.pool}
+            v = z3.Real(f"{m}_{n.name}_v")
+            return SPoly(v - z3.Sum([c * q.value for q, c in coeffs.items()]) if coeffs else v, coeffs)
         if ty == T.SYMEXP:
             # Parametrised by the neuron's value: const = x - sum a_i eps_i, so that Z(eps) = x is
             # an identity (z3 then sees Z's value as x instead of solving for it).
