@@ -13,7 +13,7 @@ a list of pending formulas:
   comparison affinely with a constant coefficient, ``g(min(a, b)) > 0`` is ``g(a) > 0 and g(b) > 0``
   for an increasing ``g`` (``or`` for max; swapped for a decreasing ``g``) -- no case split and no
   atom comparing ``a`` with ``b``.  Otherwise the case splits on ``c`` (the outermost conditional
-  first): ``c`` is replaced by true (false) in every pending formula and added itself;
+  whose condition has no conditional in it): ``c`` is replaced by true (false) in every pending formula and added itself;
 * a constraint the atoms cannot express (a Boolean variable, ``IsInt``) is dropped: the case is then
   *weaker* than the formula (an unsatisfiable case still proves the formula unsatisfiable; a point of
   a case must be checked against the formula itself -- :mod:`cfmlir.verify.replay` does).
@@ -58,17 +58,28 @@ def _minmax(t) -> str | None:
 _Z = "__minmax__"
 
 
-def minmax_rewrite(f):
-    """``f`` without one min/max conditional (see the module docstring), or ``None``."""
+def _conditions(nodes) -> set[int]:
+    return {t.cond.id for n in nodes for t in E.ites(n)}
+
+
+def minmax_rewrite(f, rest=()):
+    """``f`` without one min/max conditional (see the module docstring), or ``None``.  Only a
+    conditional whose condition occurs nowhere else (else splitting on it resolves every occurrence
+    at once, where rewriting one occurrence would leave the others to multiply the cases)."""
     if not isinstance(f, E.Cmp) or not f.p.has_ite:
         return None
     z = E.var(_Z)
     zatom = z.terms[0][0][0][0]
+    elsewhere = None
     for t in E.ites(f.p):
         kind = _minmax(t)
         if kind is None:
             continue
         g = E.substitute(f.p, {t.id: z})
+        if elsewhere is None:
+            elsewhere = _conditions(rest)
+        if t.cond.id in elsewhere or t.cond.id in _conditions([g]):
+            continue
         r = affine_in(g, _Z)
         if r is None:
             continue
@@ -79,6 +90,16 @@ def minmax_rewrite(f):
         ca, cb = E.cmp(ga, f.strict), E.cmp(gb, f.strict)
         return E.and_(ca, cb) if both else E.or_(ca, cb)
     return None
+
+
+def _split_condition(f):
+    """The condition to split on: the outermost conditional's, unless conditionals are nested in
+    it (then one of those first, so the outer condition becomes an atom instead of splitting twice)."""
+    ts = E.ites(f)
+    for t in ts:
+        if not t.cond.has_ite:
+            return t.cond
+    return ts[0].cond
 
 
 def _merge_pieces(f, rest):
@@ -134,15 +155,17 @@ def cases(formulas, feasible=lambda atoms: True, limit: int = 4096):
             if merged is not None:
                 stack.append((atoms, merged, weak))
                 continue
-            mm = minmax_rewrite(f)
+            mm = minmax_rewrite(f, rest)
             if mm is not None:
                 stack.append((atoms, (mm,) + rest, weak))
                 continue
-            c = E.ites(f)[0].cond
+            c = _split_condition(f)
             both = []
-            for val in (E.FALSE, E.TRUE):
+            nc = E.not_(c)
+            for val, nval in ((E.FALSE, E.TRUE), (E.TRUE, E.FALSE)):
                 memo: dict = {}
-                both.append(tuple(E.substitute(g, {c.id: val}, memo) for g in (f,) + rest))
+                mapping = {c.id: val, nc.id: nval}  # (the condition may occur negated: -x >= 0 and x > 0)
+                both.append(tuple(E.substitute(g, mapping, memo) for g in (f,) + rest))
             if all(a is b for a, b in zip(*both)):
                 # the same formulas either way (e.g. the two pieces of a softplus): no split
                 stack.append((atoms, both[1], weak))

@@ -14,7 +14,8 @@ construction.  Atoms:
 ==============  ================================================================================
 
 Formulas: ``Cmp(p, strict)`` (``p > 0`` / ``p >= 0``), ``Eq(p)`` (``p = 0``), ``And``, ``Or``,
-``Not`` (only of an opaque ``BVar``: every other negation is pushed inwards), ``TRUE``, ``FALSE``.
+``Not`` (only of an opaque ``BVar``: every other negation is pushed inwards), ``TRUE``, ``FALSE``;
+a comparison is scaled so that its first non-constant coefficient is 1 or -1.
 
 The constructors simplify: ``exp(0) = 1``, ``log(1) = 0``, ``inv(c) = 1/c``, ``log(1 + exp(a)) =
 a + log(1 + exp(-a))`` when ``a`` leads with a negative coefficient (one orientation per softplus),
@@ -385,6 +386,9 @@ def cmp(p: Poly, strict: bool) -> Formula:
     q = p.constant()
     if q is not None:
         return TRUE if (q > 0 if strict else q >= 0) else FALSE
+    lead = next(c for m, c in p.terms if m != ())
+    if abs(lead) != 1:  # one scaling per comparison: 1/2*u >= 0 is u >= 0
+        p = scale(p, 1 / abs(lead))
 
     def fill(f):
         f.p, f.strict = p, strict

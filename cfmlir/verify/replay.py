@@ -340,10 +340,11 @@ def _robust(prob, ob, background, goal_part, model, deadline):
     bounds = [z3.And(v >= -100, v <= 100) for v in vs if v.sort() == z3.RealSort()]
     out = []
     for d in (1, Fraction(1, 1000), Fraction(1, 10 ** 6)):
-        if time.perf_counter() > deadline:
+        left = deadline - time.perf_counter()
+        if left <= 0:
             break
         s = z3.SolverFor("QF_NRA")
-        s.set("timeout", 2000)
+        s.set("timeout", max(1, int(min(2.0, left) * 1000)))
         s.add(*fml, *bounds, z3.Not(_slack(goal_part, d)))
         if s.check() == z3.sat:
             out.append(s.model())
@@ -431,7 +432,7 @@ def search(prob, ob, background, goal_part, model, deadline, trials: int = 40):
             fix.append(fv == z3.RealVal(repr(value)))
         else:
             s = z3.SolverFor("QF_NRA")
-            s.set("timeout", 2000)
+            s.set("timeout", max(1, int(min(2.0, max(0.0, deadline - time.perf_counter())) * 1000)))
             s.add(*base, *fix)
             if s.check() == z3.sat:
                 f = replay(prob, ob, s.model())

@@ -28,8 +28,9 @@ import z3
 from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.syntax import ast
 from cfmlir.syntax.unparse import unparse
+from cfmlir.verify import errors
 from cfmlir.verify import values as S
-from cfmlir.verify.errors import FragmentError
+from cfmlir.verify.errors import Deadline, FragmentError, RuleTimeout
 from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.operators import OPERATORS, bind
@@ -66,12 +67,12 @@ class RuleResult:
 class RuleProblem:
     """Everything about one rule: its world, evaluator, obligations (kept for replay)."""
 
-    def __init__(self, checked, tname: str, rule: ast.Rule, K: int, M: int):
+    def __init__(self, checked, tname: str, rule: ast.Rule, K: int, M: int, deadline: Deadline | None = None):
         self.checked = checked
         self.tname = tname
         self.rule = rule
         self.shape_decl = next(d for d in checked.program.decls if isinstance(d, ast.ShapeDecl))
-        self.world = World(checked.members, K, M)
+        self.world = World(checked.members, K, M, deadline)
         self.nl = Nonlinear()
         self.ev = SymbolicEvaluator(checked, self.world, self.nl, holds)
         self.world.constraints_of = self._constraints_of
@@ -107,10 +108,26 @@ def conjuncts(f) -> list:
 
 
 def verify_rule(checked, tname: str, rule: ast.Rule, K: int = 2, M: int = 2, timeout: float = 60.0) -> RuleResult:
+    """The verdict on one rule within ``timeout`` seconds, building the problem included (a rule
+    whose world is too large to build in time is ``unknown (timeout ...)``)."""
     t0 = time.perf_counter()
-    deadline = t0 + timeout
     res = RuleResult(tname, rule.op, UNKNOWN, K=K, M=M, loc=rule.loc)
-    prob = RuleProblem(checked, tname, rule, K, M)
+    outer = errors.ACTIVE
+    errors.ACTIVE = Deadline(t0 + timeout)
+    try:
+        return _verify_rule(checked, tname, rule, K, M, timeout, t0, res)
+    except RuleTimeout:
+        res.status = UNKNOWN
+        res.detail = f"timeout after {timeout:g} s" + ("" if res.obligations else " (building the problem)")
+        res.seconds = time.perf_counter() - t0
+        return res
+    finally:
+        errors.ACTIVE = outer
+
+
+def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
+    deadline = t0 + timeout
+    prob = RuleProblem(checked, tname, rule, K, M, errors.ACTIVE)
     res.obligations = len(prob.obligations)
     background = prob.background()
     premises = list(prob.world.premises) + list(prob.ev.assumptions)

@@ -22,11 +22,14 @@ from typing import Any, Callable
 import z3
 
 from cfmlir.dialects import cf_type_lattice as T
+from cfmlir.verify.errors import Deadline
 from cfmlir.verify.values import SNeuron, SNoise, SPoly, SSym
 
 
 class World:
-    def __init__(self, members: dict[str, T.Type], K: int, M: int):
+    def __init__(self, members: dict[str, T.Type], K: int, M: int, deadline: Deadline | None = None):
+        #: checked while the world grows (a large K must not outlive the rule's time limit)
+        self.deadline = deadline or Deadline()
         self.members = members
         self.K = K
         self.M = M
@@ -52,6 +55,7 @@ class World:
         return z3.Real(f"{prefix}_{self._var}")
 
     def neuron(self, name: str, depth: int, pool: list[SNeuron] | None = None) -> SNeuron:
+        self.deadline.check()
         n = SNeuron(self, len(self.neurons), name, depth)
         n.pool = pool
         self.neurons.append(n)
@@ -92,6 +96,7 @@ class World:
         return n._shape
 
     def _member(self, n: SNeuron, m: str, ty: T.Type):
+        self.deadline.check()
         if ty in (T.FLOAT, T.INT):
             v = z3.Real(f"{m}_{n.name}")
             if ty == T.INT:
