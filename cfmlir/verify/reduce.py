@@ -132,17 +132,16 @@ class Prover:
         return False
 
     def points(self, atoms, n: int = 12) -> list:
-        """Random points of ``atoms`` (made once per region)."""
+        """Random points of ``atoms`` (``n`` tries, made once per region and extended on demand)."""
         key = _key(atoms)
-        pts = self._points.get(key)
-        if pts is None:
+        pts, tries = self._points.get(key, ([], 0))
+        if tries < n:
             region = self.region(atoms)
-            pts = []
-            for _ in range(n):
+            for _ in range(n - tries):
                 p = sample(region, self.rng, tries=2)
                 if p is not None:
                     pts.append(p)
-            self._points[key] = pts
+            self._points[key] = (pts, n)
         return pts
 
     def falsified(self, T, atoms) -> bool:
