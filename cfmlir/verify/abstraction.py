@@ -18,6 +18,7 @@ Example: ``[inv(1 + exp(-x)) - 1/2 > 0, -x >= 0]`` is unsat (``x <= 0`` gives ``
 from __future__ import annotations
 
 import itertools
+import math
 
 import z3
 
@@ -29,9 +30,13 @@ from cfmlir.verify.terms import to_z3
 _counter = itertools.count()
 
 
-def abstract(nodes):
-    """``(z3 terms of nodes with exp/log replaced by reals, facts about those reals)``."""
-    nl = Nonlinear(prefix=f"abs{next(_counter)}_")
+def abstract(nodes, full: bool = True):
+    """``(z3 terms of nodes with exp/log replaced by reals, facts about those reals)``; ``full``
+    adds the mean-value facts (products of values and argument differences: slower for nlsat)."""
+    if full:
+        nl = Nonlinear(prefix=f"abs{next(_counter)}_")
+    else:
+        nl = _Light(prefix=f"abl{next(_counter)}_")
     exps: list[tuple] = []  # (native argument, z3 real)
 
     def fn_atom(a, conv):
@@ -43,6 +48,43 @@ def abstract(nodes):
     memo: dict = {}
     out = [to_z3(n, fn_atom, memo) for n in nodes]
     return out, list(nl.facts) + _exp_identities(exps)
+
+
+class _Light:
+    """The cheap facts only: range, sign of the argument, monotonicity between two applications,
+    ``e^a >= 1 + a`` and the log's bounds (no mean-value products)."""
+
+    def __init__(self, prefix: str):
+        self.prefix = prefix
+        self.facts: list = []
+        self.apps: dict[str, list] = {"exp": [], "log": []}
+        self._by_id: dict = {}
+
+    def apply(self, name: str, t):
+        t = z3.simplify(t)
+        key = (name, t.get_id())
+        v = self._by_id.get(key)
+        if v is not None:
+            return v
+        v = self._by_id[key] = z3.Real(f"{self.prefix}{name}_{len(self._by_id)}")
+        if z3.is_rational_value(t):
+            x = float(t.as_fraction())
+            iv = I.exp((x, x)) if name == "exp" else I.log((x, x))
+            lo, hi = I.down(iv[0]), I.up(iv[1])  # (the float of t is within an ulp of t)
+            if math.isfinite(lo):
+                self.facts.append(v >= z3.RealVal(lo))
+            if math.isfinite(hi):
+                self.facts.append(v <= z3.RealVal(hi))
+        if name == "exp":
+            self.facts += [v > 0, v >= 1 + t, z3.If(t < 0, v < 1, z3.If(t > 0, v > 1, v == 1))]
+        else:
+            self.facts.append(z3.Implies(t > 0, z3.And(v <= t - 1, v * t >= t - 1,
+                                                       z3.If(t < 1, v < 0, z3.If(t > 1, v > 0, v == 0)))))
+        for a, va in self.apps[name]:
+            guard = (lambda x, y: x < y) if name == "exp" else (lambda x, y: z3.And(x > 0, x < y))
+            self.facts += [z3.Implies(a == t, va == v), z3.Implies(guard(a, t), va < v), z3.Implies(guard(t, a), v < va)]
+        self.apps[name].append((t, v))
+        return v
 
 
 def _exp_identities(exps) -> list:
@@ -63,9 +105,9 @@ def _exp_identities(exps) -> list:
     return facts
 
 
-def unsat(atoms, timeout: float = 0.5) -> bool:
+def unsat(atoms, timeout: float = 0.5, full: bool = True) -> bool:
     """Are ``atoms`` (formulas) unsatisfiable for the real ``exp``/``log``?"""
-    fs, facts = abstract(atoms)
+    fs, facts = abstract(atoms, full)
     s = z3.SolverFor("QF_NRA")
     s.set("timeout", max(1, int(timeout * 1000)))
     s.add(*facts)

@@ -108,16 +108,31 @@ class Region:
 
 
 def sample(region: Region, rng, box: dict | None = None, tries: int = 8):
-    """A random point of ``region`` (fixing variables one at a time inside the contracted box), or ``None``."""
+    """A random point of ``region`` or ``None``: variables are fixed one at a time, each inside its
+    contracted interval narrowed by the affine atoms whose other variables are already fixed
+    (``l <= x <= u`` puts ``x`` between the values drawn for ``l`` and ``u``)."""
+    b = region.contract({}) if box is None else box
+    if b is None:
+        return None
     for _ in range(tries):
-        b = region.contract(box or {})
-        if b is None:
-            return None
-        point = {}
+        point: dict = {}
         names = list(region.names)
         rng.shuffle(names)
         for k in names:
             lo, hi = b.get(k, I.WHOLE)
+            for name, c, rest in region.bounds:
+                if name != k or not rest.names <= point.keys():
+                    continue
+                (r,) = rest.value(point)
+                if r != r:
+                    continue
+                w = -r / c[0]
+                if c[0] > 0:
+                    lo = max(lo, w)
+                else:
+                    hi = min(hi, w)
+            if lo > hi:
+                break
             scale = rng.choice((0.01, 0.1, 1.0, 3.0, 10.0))
             if lo == -math.inf and hi == math.inf:
                 x = rng.uniform(-scale, scale)
@@ -128,11 +143,7 @@ def sample(region: Region, rng, box: dict | None = None, tries: int = 8):
             else:
                 r = rng.random()
                 x = lo if r < 0.1 else hi if r < 0.2 else rng.uniform(lo, hi)
-            b[k] = (x, x)
             point[k] = x
-            b = region.contract(b, rounds=2)
-            if b is None:
-                break
         else:
             if region.holds_at(point):
                 return point

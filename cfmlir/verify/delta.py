@@ -155,7 +155,7 @@ def witness(prover: Prover, atoms, margin: float = 1e-7):
     point's magnitude), else ``None``."""
     region = prover.region(atoms)
     best, best_m = None, 0.0
-    for p in prover.points(atoms, n=24):
+    for p in prover.points(atoms, n=8):
         scale = 1.0 + max((abs(x) for x in p.values()), default=0.0)
         m = region.margin_at(p) / scale
         if m > margin and m > best_m:
@@ -165,7 +165,7 @@ def witness(prover: Prover, atoms, margin: float = 1e-7):
 
 def _refuted(prover: Prover, atoms) -> bool:
     """Is this case unsatisfiable (proved)?"""
-    if prover.z3_unsat(tuple(atoms)):
+    if prover.z3_unsat(tuple(atoms), full=True):
         return True
     for comp in _components(atoms):
         targets = [a for a in reversed(comp) if a.p.fns]  # the negated goal's atoms come last

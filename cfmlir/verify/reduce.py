@@ -64,6 +64,7 @@ class Prover:
         self._memo: dict = {}
         self._z3: dict = {}
         self._points: dict = {}
+        self._boxes: dict = {}
         self._regions: dict = {}
 
     # -- helpers --------------------------------------------------------------------------------
@@ -79,17 +80,22 @@ class Prover:
         return r
 
     def box(self, atoms):
-        return self.region(atoms).contract({})
-
-    def z3_unsat(self, atoms) -> bool:
         key = _key(atoms)
+        if key not in self._boxes:
+            self._boxes[key] = self.region(atoms).contract({})
+        return self._boxes[key]
+
+    def z3_unsat(self, atoms, full: bool = False) -> bool:
+        """z3 on the abstraction (:mod:`cfmlir.verify.abstraction`): the cheap facts inside the
+        recursion, all of them (``full``) for a whole case."""
+        key = (_key(atoms), full)
         hit = self._z3.get(key)
         if hit is not None:
             return hit
         left = self.deadline - time.perf_counter()
         if left <= 0:
             raise Timeout()
-        r = self._z3[key] = abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left))
+        r = self._z3[key] = abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left), full=full)
         return r
 
     # -- the prover -----------------------------------------------------------------------------
@@ -137,8 +143,9 @@ class Prover:
         pts, tries = self._points.get(key, ([], 0))
         if tries < n:
             region = self.region(atoms)
-            for _ in range(n - tries):
-                p = sample(region, self.rng, tries=2)
+            box = self.box(atoms)
+            for _ in range(n - tries if box is not None else 0):
+                p = sample(region, self.rng, box, tries=2)
                 if p is not None:
                     pts.append(p)
             self._points[key] = (pts, n)
