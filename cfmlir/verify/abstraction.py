@@ -1,115 +1,157 @@
 """The exact part of the decision procedure: atoms with ``exp``/``log`` replaced by reals, decided by z3.
 
-``unsat(atoms)`` writes the atoms for z3 (:func:`cfmlir.verify.terms.to_z3`) with every ``exp(a)``
-/ ``log(a)`` (innermost first) a fresh real constrained by true facts -- those of
-:mod:`cfmlir.verify.nonlinear` (positivity, ``e^a >= 1 + a``, the sign of ``a``, monotonicity and
-mean-value bounds between every two applications, the log's bounds) and the exponential's
-functional equation where the arguments line up (``exp(a) * exp(b) = 1`` when ``a + b = 0``,
-``= exp(c)`` when ``a + b = c`` for another argument ``c``, within the float64 enclosure of
-``e^(a+b)`` when ``a + b`` is another constant) -- and asks z3's nlsat whether the result is
-satisfiable.  ``unsat`` is a proof (every fact holds for the real functions); ``sat`` or a timeout
-prove nothing.  With sigmoid and tanh written through ``exp`` (:mod:`cfmlir.verify.terms`), what
-remains is polynomial arithmetic in the values ``exp(a)``: identities such as
-``sigma' = sigma (1 - sigma)`` are decided exactly here.
+``Abstraction.unsat(atoms)`` writes the atoms for z3 (:func:`cfmlir.verify.terms.to_z3`) with every
+``exp(a)`` / ``log(a)`` a real (one per application, the same in every query of one abstraction, so
+z3 terms are built once) constrained by true facts:
+
+* each application: ``exp``: ``e > 0``, ``e >= 1 + a``, ``e < 1`` iff ``a < 0`` (``= 1`` iff ``a = 0``);
+  ``log`` (for ``a > 0``): ``g <= a - 1``, ``g a >= a - 1``, the sign of ``a - 1``; a constant argument:
+  the float64 enclosure of the value;
+* every two applications of one function: equal arguments give equal values, a smaller argument a
+  smaller value; with ``full``, the mean-value bounds of :mod:`cfmlir.verify.nonlinear`
+  (``e_a (b-a) <= e_b - e_a <= e_b (b-a)``, the log's likewise: products, slower for nlsat);
+* the exponential's functional equation where the arguments line up: ``exp(a) exp(b) = 1`` when
+  ``a + b = 0``, ``= exp(c)`` when ``a + b = c`` for another argument ``c``, within the float64
+  enclosure of ``e^(a+b)`` when ``a + b`` is another constant.
+
+z3's nlsat then decides the polynomial remainder: ``unsat`` is a proof (every fact holds for the
+real functions); ``sat`` or a timeout prove nothing.  With sigmoid and tanh written through ``exp``
+(:mod:`cfmlir.verify.terms`), identities such as ``sigma' = sigma (1 - sigma)`` are decided here.
 
 Example: ``[inv(1 + exp(-x)) - 1/2 > 0, -x >= 0]`` is unsat (``x <= 0`` gives ``exp(-x) >= 1``).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import z3
 
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
-from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.terms import to_z3
 
-_counter = itertools.count()
 
+class Abstraction:
+    def __init__(self):
+        self._memo: dict = {}  # node id -> z3 term (shared by every query)
+        self._vars: dict[int, object] = {}  # application atom id -> its real
+        self._z3arg: dict[int, object] = {}
+        self._unary: dict[int, list] = {}
+        self._pairs: dict[tuple, list] = {}
 
-def abstract(nodes, full: bool = True):
-    """``(z3 terms of nodes with exp/log replaced by reals, facts about those reals)``; ``full``
-    adds the mean-value facts (products of values and argument differences: slower for nlsat)."""
-    if full:
-        nl = Nonlinear(prefix=f"abs{next(_counter)}_")
-    else:
-        nl = _Light(prefix=f"abl{next(_counter)}_")
-    exps: list[tuple] = []  # (native argument, z3 real)
-
-    def fn_atom(a, conv):
-        v = nl.apply(a.f, conv(a.arg))
-        if a.f == "exp":
-            exps.append((a.arg, v))
+    # -- terms ----------------------------------------------------------------------------------
+    def _fn_atom(self, a, conv):
+        v = self._vars.get(a.id)
+        if v is None:
+            v = self._vars[a.id] = z3.Real(f"__{a.f}{a.id}")
+            self._z3arg[a.id] = conv(a.arg)
         return v
 
-    memo: dict = {}
-    out = [to_z3(n, fn_atom, memo) for n in nodes]
-    return out, list(nl.facts) + _exp_identities(exps)
+    def term(self, node):
+        return to_z3(node, self._fn_atom, self._memo)
 
-
-class _Light:
-    """The cheap facts only: range, sign of the argument, monotonicity between two applications,
-    ``e^a >= 1 + a`` and the log's bounds (no mean-value products)."""
-
-    def __init__(self, prefix: str):
-        self.prefix = prefix
-        self.facts: list = []
-        self.apps: dict[str, list] = {"exp": [], "log": []}
-        self._by_id: dict = {}
-
-    def apply(self, name: str, t):
-        t = z3.simplify(t)
-        key = (name, t.get_id())
-        v = self._by_id.get(key)
-        if v is not None:
-            return v
-        v = self._by_id[key] = z3.Real(f"{self.prefix}{name}_{len(self._by_id)}")
-        if z3.is_rational_value(t):
-            x = float(t.as_fraction())
-            iv = I.exp((x, x)) if name == "exp" else I.log((x, x))
-            lo, hi = I.down(iv[0]), I.up(iv[1])  # (the float of t is within an ulp of t)
-            if math.isfinite(lo):
-                self.facts.append(v >= z3.RealVal(lo))
-            if math.isfinite(hi):
-                self.facts.append(v <= z3.RealVal(hi))
-        if name == "exp":
-            self.facts += [v > 0, v >= 1 + t, z3.If(t < 0, v < 1, z3.If(t > 0, v > 1, v == 1))]
-        else:
-            self.facts.append(z3.Implies(t > 0, z3.And(v <= t - 1, v * t >= t - 1,
-                                                       z3.If(t < 1, v < 0, z3.If(t > 1, v > 0, v == 0)))))
-        for a, va in self.apps[name]:
-            guard = (lambda x, y: x < y) if name == "exp" else (lambda x, y: z3.And(x > 0, x < y))
-            self.facts += [z3.Implies(a == t, va == v), z3.Implies(guard(a, t), va < v), z3.Implies(guard(t, a), v < va)]
-        self.apps[name].append((t, v))
-        return v
-
-
-def _exp_identities(exps) -> list:
-    facts = []
-    by_arg = {a.id: v for a, v in exps}
-    for (a, va), (b, vb) in itertools.combinations_with_replacement(exps, 2):
-        s = E.add(a, b)
-        q = s.constant()
+    # -- facts ----------------------------------------------------------------------------------
+    def _unary_facts(self, a) -> list:
+        out = self._unary.get(a.id)
+        if out is not None:
+            return out
+        v, t = self._vars[a.id], self._z3arg[a.id]
+        out = []
+        q = a.arg.constant()
         if q is not None:
-            if q == 0:
-                facts.append(va * vb == 1)
-            else:
-                lo, hi = I.exp((float(q), float(q)))
-                lo, hi = I.down(lo), I.up(hi)  # the float of q is within an ulp of q
-                facts += [va * vb >= z3.RealVal(lo), va * vb <= z3.RealVal(hi)]
-        elif s.id in by_arg:
-            facts.append(va * vb == by_arg[s.id])
-    return facts
+            x = float(q)
+            iv = I.exp((x, x)) if a.f == "exp" else I.log((x, x))
+            lo, hi = I.down(iv[0]), I.up(iv[1])  # (the float of q is within an ulp of q)
+            if math.isfinite(lo):
+                out.append(v >= z3.RealVal(lo))
+            if math.isfinite(hi):
+                out.append(v <= z3.RealVal(hi))
+        if a.f == "exp":
+            out += [v > 0, v >= 1 + t, z3.If(t < 0, v < 1, z3.If(t > 0, v > 1, v == 1))]
+        else:
+            out.append(z3.Implies(t > 0, z3.And(v <= t - 1, v * t >= t - 1,
+                                                z3.If(t < 1, v < 0, z3.If(t > 1, v > 0, v == 0)))))
+        self._unary[a.id] = out
+        return out
+
+    def _pair_facts(self, a, b, full: bool) -> list:
+        key = (a.id, b.id, full)
+        out = self._pairs.get(key)
+        if out is not None:
+            return out
+        va, vb, ta, tb = self._vars[a.id], self._vars[b.id], self._z3arg[a.id], self._z3arg[b.id]
+        if a.f == "exp":
+            lt = lambda x, y: x < y  # noqa: E731
+        else:
+            lt = lambda x, y: z3.And(x > 0, x < y)  # noqa: E731
+        out = [z3.Implies(ta == tb, va == vb), z3.Implies(lt(ta, tb), va < vb), z3.Implies(lt(tb, ta), vb < va)]
+        if full:
+            for (x, fx, y, fy) in ((ta, va, tb, vb), (tb, vb, ta, va)):
+                w = y - x
+                if a.f == "exp":
+                    out.append(z3.Implies(x < y, z3.And(fy - fx >= fx * w, fy - fx <= fy * w)))
+                else:
+                    out.append(z3.Implies(z3.And(x > 0, x < y), z3.And((fy - fx) * y >= w, (fy - fx) * x <= w)))
+        if a.f == "exp":
+            s = E.add(a.arg, b.arg)
+            q = s.constant()
+            if q is not None:
+                if q == 0:
+                    out.append(va * vb == 1)
+                else:
+                    lo, hi = I.exp((float(q), float(q)))
+                    out += [va * vb >= z3.RealVal(I.down(lo)), va * vb <= z3.RealVal(I.up(hi))]
+        self._pairs[key] = out
+        return out
+
+    def facts(self, apps, full: bool) -> list:
+        exp_of = {a.arg.id: self._vars[a.id] for a in apps if a.f == "exp"}
+        out = []
+        for a in apps:
+            out += self._unary_facts(a)
+        for i, a in enumerate(apps):
+            for b in apps[i:]:
+                if a.f != b.f:
+                    continue
+                out += self._pair_facts(a, b, full)
+                if a.f == "exp":  # exp(a) exp(b) = exp(a + b) when a + b is another argument
+                    c = exp_of.get(E.add(a.arg, b.arg).id)
+                    if c is not None:
+                        out.append(self._vars[a.id] * self._vars[b.id] == c)
+        return out
+
+    # -- queries --------------------------------------------------------------------------------
+    def unsat(self, atoms, timeout: float = 0.5, full: bool = True) -> bool:
+        """Are ``atoms`` (formulas) unsatisfiable for the real ``exp``/``log``?"""
+        fs = [self.term(a) for a in atoms]
+        apps = _applications(atoms)
+        s = z3.SolverFor("QF_NRA")
+        s.set("timeout", max(1, int(timeout * 1000)))
+        s.add(*self.facts(apps, full))
+        s.add(*fs)
+        return s.check() == z3.unsat
+
+
+def _applications(nodes) -> list:
+    """The ``exp``/``log`` atoms of ``nodes`` (inner ones too), in id order."""
+    seen: dict[int, object] = {}
+    stack = []
+    for n in nodes:
+        stack.extend(n.p.atoms if isinstance(n, E.Cmp) else n.atoms if isinstance(n, E.Poly) else ())
+    while stack:
+        a = stack.pop()
+        if a.id in seen or not isinstance(a, (E.Fn, E.Ite)):
+            continue
+        seen[a.id] = a
+        if isinstance(a, E.Fn):
+            stack.extend(a.arg.atoms)
+        else:
+            stack.extend(a.a.atoms)
+            stack.extend(a.b.atoms)
+    return sorted((a for a in seen.values() if isinstance(a, E.Fn) and a.f in ("exp", "log")), key=lambda a: a.id)
 
 
 def unsat(atoms, timeout: float = 0.5, full: bool = True) -> bool:
-    """Are ``atoms`` (formulas) unsatisfiable for the real ``exp``/``log``?"""
-    fs, facts = abstract(atoms, full)
-    s = z3.SolverFor("QF_NRA")
-    s.set("timeout", max(1, int(timeout * 1000)))
-    s.add(*facts)
-    s.add(*fs)
-    return s.check() == z3.unsat
+    """:meth:`Abstraction.unsat` with a fresh abstraction."""
+    return Abstraction().unsat(atoms, timeout, full)

@@ -19,7 +19,8 @@ below 0 and branch and prune alone never ends.  ``Prover.nonpos(T, strict, atoms
 5. *splitting* along ``v`` at the points where ``T``'s pieces change shape: where an argument of
    ``EXP``/``LOG`` that is affine in ``v`` is 0 (the sigmoid's and tanh's inflection) or equals
    another application's argument (a tangent point ``x = (l + u)/2``); both halves must be proved;
-6. branch and prune on the region and ``T > 0`` (a small budget): every box pruned is a proof.
+6. branch and prune on the region and ``T > 0`` (a small budget, when ``T``'s variables are bounded):
+   every box pruned is a proof.
 
 Every step is sound; none assumes a bounded variable (ends come from the atoms, never from a box).
 The procedure is incomplete: a failure is not a counterexample (the caller searches for one).
@@ -32,6 +33,7 @@ into ``x <= 0`` (its derivative ``-sigma''(x) <= 0`` by step 2, so ``x := l`` gi
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -62,6 +64,7 @@ class Prover:
         self.calls = 0
         self.rng = random.Random(0)
         self._memo: dict = {}
+        self.abstraction = abstraction.Abstraction()
         self._z3: dict = {}
         self._points: dict = {}
         self._boxes: dict = {}
@@ -95,7 +98,7 @@ class Prover:
         left = self.deadline - time.perf_counter()
         if left <= 0:
             raise Timeout()
-        r = self._z3[key] = abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left), full=full)
+        r = self._z3[key] = self.abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left), full=full)
         return r
 
     # -- the prover -----------------------------------------------------------------------------
@@ -131,7 +134,8 @@ class Prover:
         for v in self._candidates(T, along, atoms):
             if self._along(T, strict, atoms, depth, v, box, along, order):
                 return True
-        if depth <= 1 and self.box_budget:
+        if depth <= 1 and self.box_budget and all(
+                not (math.isinf(box.get(v, I.WHOLE)[0]) or math.isinf(box.get(v, I.WHOLE)[1])) for v in T.vars):
             out = search(self.region(atoms + (viol,)), box, deadline=self.deadline, max_boxes=self.box_budget)
             if out.kind == Outcome.EMPTY:
                 return True

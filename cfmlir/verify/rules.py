@@ -131,7 +131,7 @@ def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
     res.obligations = len(prob.obligations)
     background = prob.background()
     premises = list(prob.world.premises) + list(prob.ev.assumptions)
-    app_ids = {v.get_id() for _, _, v in prob.nl.order}
+    apps = [(v, z3.Real(f"__app_{i}")) for i, (_, _, v) in enumerate(prob.nl.order)]
     unknown = []
     for ob in prob.obligations:
         if time.perf_counter() >= deadline:
@@ -139,7 +139,7 @@ def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
             break
         # A conjunction is valid when each conjunct is (each is a smaller problem).
         for part in conjuncts(holds(ob.goal)):
-            if _nonlinear(part, ob, app_ids):
+            if _nonlinear(part, ob, apps):
                 verdict, found = discharge_nonlinear(prob, ob, premises, part, deadline)
             else:
                 verdict, found = discharge_polynomial(prob, ob, background, part, deadline)
@@ -159,11 +159,12 @@ def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
     return res
 
 
-def _nonlinear(part, ob, app_ids) -> bool:
-    """Does the claim (its goal, guard or assumptions) apply sigmoid/tanh/exp/log?"""
-    from z3.z3util import get_vars
-
-    return any(v.get_id() in app_ids for f in [part, ob.guard, *ob.assume] for v in get_vars(f))
+def _nonlinear(part, ob, apps) -> bool:
+    """Does the claim (its goal, guard or assumptions) apply sigmoid/tanh/exp/log?  (Substituting
+    the applications' reals changes a formula iff it mentions one; z3 does it in C.)"""
+    if not apps:
+        return False
+    return any(not z3.substitute(f, *apps).eq(f) for f in [part, ob.guard, *ob.assume])
 
 
 def discharge_polynomial(prob, ob, background, part, deadline):
