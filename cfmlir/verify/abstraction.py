@@ -29,6 +29,7 @@ import z3
 
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
+from cfmlir.verify.tape import const_interval
 from cfmlir.verify.terms import to_z3
 
 
@@ -60,9 +61,8 @@ class Abstraction:
         out = []
         q = a.arg.constant()
         if q is not None:
-            x = float(q)
-            iv = I.exp((x, x)) if a.f == "exp" else I.log((x, x))
-            lo, hi = I.down(iv[0]), I.up(iv[1])  # (the float of q is within an ulp of q)
+            x = const_interval(q)  # (a rational argument: the floats around it)
+            lo, hi = I.exp(x) if a.f == "exp" else I.log(x)
             if math.isfinite(lo):
                 out.append(v >= z3.RealVal(lo))
             if math.isfinite(hi):
@@ -100,8 +100,9 @@ class Abstraction:
                 if q == 0:
                     out.append(va * vb == 1)
                 else:
-                    lo, hi = I.exp((float(q), float(q)))
-                    out += [va * vb >= z3.RealVal(I.down(lo)), va * vb <= z3.RealVal(I.up(hi))]
+                    lo, hi = I.exp(const_interval(q))
+                    if math.isfinite(lo) and math.isfinite(hi):
+                        out += [va * vb >= z3.RealVal(lo), va * vb <= z3.RealVal(hi)]
         self._pairs[key] = out
         return out
 

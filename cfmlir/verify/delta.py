@@ -105,7 +105,7 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
         goal_f = tr.formula(goal)
         prem_f = [tr.formula(f) for f in premises]
     except Unsupported as exc:
-        return Decision(UNKNOWN, detail=f"outside the procedure: {exc}")
+        return Decision(UNKNOWN, detail=f"outside the procedure: {exc}")  # (rules.OUTSIDE)
     kept = sliced(prem_f, goal_f, level)
     prover = Prover(deadline, z3_timeout=z3_timeout)
     open_cases = []

@@ -8,7 +8,8 @@ below 0 and branch and prune alone never ends.  ``Prover.nonpos(T, strict, atoms
 1. the enclosure of ``T`` on the atoms' contracted box (:mod:`cfmlir.verify.boxes`);
 2. z3 on the abstraction (:mod:`cfmlir.verify.abstraction`): exact for algebraic identities such
    as ``T(x := l) = 0`` or a chord slope times the width being the rise;
-3. *monotonicity*: for a variable ``v``, on the atoms that bound it affinely (``v >= w_i``,
+3. *monotonicity* (only where ``T`` is continuous along ``v``: no ``inv``/``log`` argument depending
+   on ``v`` reaches 0): for a variable ``v``, on the atoms that bound it affinely (``v >= w_i``,
    ``v <= W_j``, so each fibre along ``v`` is an interval) and those without ``v`` (the others are
    dropped: a weaker region), if ``dT/dv <= 0`` on the region (proved recursively,
    along ``v`` only) then ``T`` is largest at the lower end: prove ``T(v := w_i)`` on the region with
@@ -203,6 +204,8 @@ class Prover:
 
     def _along(self, T, strict, atoms, depth, v, box, along, order) -> bool:
         atoms, lo, hi = self.bounds(atoms, v)
+        if not self.continuous(T, atoms, v):
+            return False  # a pole or a log of a non-positive number on some fibre: no argument along v
         d = depth + 1
         o = order + 1 if along is not None else 1
         D = None
@@ -315,8 +318,9 @@ class Prover:
                 return False
         return True
 
-    def continuous(self, T, atoms) -> bool:
-        """Every ``inv`` argument of ``T`` is nonzero and every ``log`` argument positive on ``atoms``."""
+    def continuous(self, T, atoms, v: str | None = None) -> bool:
+        """Every ``inv`` argument of ``T`` is nonzero and every ``log`` argument positive on ``atoms``
+        (only those that depend on ``v``, when given: ``T`` is then continuous along ``v``)."""
         risky = []
         seen = set()
         stack = list(T.atoms)
@@ -325,7 +329,7 @@ class Prover:
             if a.id in seen or not isinstance(a, E.Fn):
                 continue
             seen.add(a.id)
-            if a.f in ("inv", "log"):
+            if a.f in ("inv", "log") and (v is None or v in a.arg.vars):
                 risky.append((a.arg, a.f == "log"))
             stack.extend(a.arg.atoms)
         if not risky:

@@ -35,7 +35,6 @@ from cfmlir.syntax.unparse import unparse
 from cfmlir.verify import values as S
 from cfmlir.verify.nonlinear import true_value
 from cfmlir.verify.operators import PIECEWISE_LINEAR, concrete_value
-from cfmlir.verify.semantics import holds
 
 TOL = 1e-9
 
