@@ -102,6 +102,38 @@ def _split_condition(f):
     return ts[0].cond
 
 
+_ASSIGNED: dict = {}
+
+
+def assign(node, c, value: bool):
+    """``node`` with the condition ``c`` (and its negation) replaced by ``value`` (memoised: the
+    same formulas are assigned the same conditions in many branches)."""
+    key = (node.id, c.id, value)
+    hit = _ASSIGNED.get(key)
+    if hit is None:
+        if len(_ASSIGNED) > 200000:
+            _ASSIGNED.clear()
+        hit = _ASSIGNED[key] = E.substitute(node, _implied(c, value))
+    return hit
+
+
+def _implied(c, value: bool) -> dict:
+    """The conditions decided by ``c`` having ``value``: its negation, and for a comparison the
+    comparisons of the same term with the other strictness (``p > 0`` makes ``p >= 0`` true and
+    ``-p >= 0`` false; ``p < 0`` makes ``-p >= 0`` true and ``p > 0`` false)."""
+    t, f = (E.TRUE, E.FALSE) if value else (E.FALSE, E.TRUE)
+    out = {c.id: t, E.not_(c).id: f}
+    if isinstance(c, E.Cmp):
+        p, minus = c.p, E.neg(c.p)
+        if value and c.strict:  # p > 0
+            for g, v in ((E.cmp(p, False), E.TRUE), (E.cmp(minus, False), E.FALSE)):
+                out.setdefault(g.id, v)
+        if not value and not c.strict:  # p < 0
+            for g, v in ((E.cmp(minus, False), E.TRUE), (E.cmp(p, True), E.FALSE)):
+                out.setdefault(g.id, v)
+    return out
+
+
 def _merge_pieces(f, rest):
     """``(f,) + rest`` without a condition of ``f`` that makes no difference (both replacements give
     the same formulas: the two pieces of a softplus), or ``None``."""
@@ -111,12 +143,11 @@ def _merge_pieces(f, rest):
         if c.id in seen:
             continue
         seen.add(c.id)
-        fF, fT = E.substitute(f, {c.id: E.FALSE}), E.substitute(f, {c.id: E.TRUE})
-        if fF is not fT:
+        fT = assign(f, c, True)
+        if assign(f, c, False) is not fT:
             continue
-        restF = tuple(E.substitute(g, {c.id: E.FALSE}) for g in rest)
-        restT = tuple(E.substitute(g, {c.id: E.TRUE}) for g in rest)
-        if all(a is b for a, b in zip(restF, restT)):
+        restT = tuple(assign(g, c, True) for g in rest)
+        if all(assign(g, c, False) is r for g, r in zip(rest, restT)):
             return (fT,) + restT
     return None
 
@@ -160,12 +191,8 @@ def cases(formulas, feasible=lambda atoms: True, limit: int = 4096):
                 stack.append((atoms, (mm,) + rest, weak))
                 continue
             c = _split_condition(f)
-            both = []
-            nc = E.not_(c)
-            for val, nval in ((E.FALSE, E.TRUE), (E.TRUE, E.FALSE)):
-                memo: dict = {}
-                mapping = {c.id: val, nc.id: nval}  # (the condition may occur negated: -x >= 0 and x > 0)
-                both.append(tuple(E.substitute(g, mapping, memo) for g in (f,) + rest))
+            # (the condition may occur negated too: -x >= 0 and x > 0; assign replaces both)
+            both = [tuple(assign(g, c, val) for g in (f,) + rest) for val in (False, True)]
             if all(a is b for a, b in zip(*both)):
                 # the same formulas either way (e.g. the two pieces of a softplus): no split
                 stack.append((atoms, both[1], weak))

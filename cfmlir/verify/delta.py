@@ -114,6 +114,8 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
         for atoms, _weak in cases(kept, _feasible):
             n += 1
             prover.check_time()
+            if prover.z3_unsat(tuple(atoms), full=True):
+                continue
             point = witness(prover, atoms)
             if point is not None:  # a clear float64 point of the case: replay it first
                 return Decision(SAT, points=[point], cases=n, open_cases=1)
@@ -150,12 +152,12 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
                     open_cases=len(open_cases))
 
 
-def witness(prover: Prover, atoms, margin: float = 1e-7):
+def witness(prover: Prover, atoms, margin: float = 1e-7, n: int = 4):
     """A sample point of the case where every atom holds with a clear margin (relative to the
     point's magnitude), else ``None``."""
     region = prover.region(atoms)
     best, best_m = None, 0.0
-    for p in prover.points(atoms, n=8):
+    for p in prover.points(atoms, n=n):
         scale = 1.0 + max((abs(x) for x in p.values()), default=0.0)
         m = region.margin_at(p) / scale
         if m > margin and m > best_m:
