@@ -142,8 +142,16 @@ def ite(c: "Formula", a: "Poly", b: "Poly") -> "Poly":
 
 
 # -- polynomials ---------------------------------------------------------------------------------
+_MONO_KEYS: dict = {}
+
+
 def _mono_key(m) -> tuple:
-    return tuple((a.id, k) for a, k in m)
+    k = _MONO_KEYS.get(m)
+    if k is None:
+        if len(_MONO_KEYS) > 500000:
+            _MONO_KEYS.clear()
+        k = _MONO_KEYS[m] = tuple((a.id, j) for a, j in m)
+    return k
 
 
 class Poly:
@@ -198,8 +206,9 @@ class Poly:
 
 
 def _poly(acc: dict) -> Poly:
-    items = [(m, c) for m, c in acc.items() if c != 0]
-    items.sort(key=lambda mc: _mono_key(mc[0]))
+    items = [(m, c) for m, c in acc.items() if c]
+    if len(items) > 1:
+        items.sort(key=lambda mc: _mono_key(mc[0]))
     terms = tuple(items)
 
     def make():
@@ -244,9 +253,10 @@ def add(*ps: Poly) -> Poly:
 
 
 def scale(p: Poly, c) -> Poly:
-    c = Fraction(c)
-    if c == 0:
+    if not c:
         return ZERO
+    if c == 1:
+        return p
     return _poly({m: k * c for m, k in p.terms})
 
 
