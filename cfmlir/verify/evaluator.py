@@ -120,6 +120,7 @@ class SymbolicEvaluator:
 
     # -- dispatch ---------------------------------------------------------------------------------
     def eval(self, e: ast.Expr, env: dict[str, Any]):
+        self.world.deadline.check()
         self.loc = e.loc
         try:
             return self._eval(e, env)

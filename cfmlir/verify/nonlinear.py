@@ -47,9 +47,12 @@ def true_value(name: str, x: float) -> float:
 class Nonlinear:
     """The applications made so far and their facts (``facts`` are added to the premises)."""
 
-    def __init__(self):
+    def __init__(self, prefix: str = ""):
         self.apps: dict[str, list[tuple]] = {"sigmoid": [], "tanh": [], "exp": [], "log": []}
+        #: ``(name, argument, fresh real)`` of every application in order of creation
+        self.order: list[tuple] = []
         self._by_id: dict[tuple, object] = {}
+        self._prefix = prefix
         self.facts: list = []
 
     @property
@@ -64,16 +67,17 @@ class Nonlinear:
             return v
         if z3.is_rational_value(t):  # a constant argument: a constant result (rounded outward)
             x = float(t.as_fraction())
-            v = z3.Real(f"{name}_{len(self._by_id)}")
+            v = z3.Real(f"{self._prefix}{name}_{len(self._by_id)}")
             fx = true_value(name, x)
             if math.isfinite(fx):  # (log of a number <= 0, exp overflowing: nothing is known)
                 pad = 1e-13 * max(1.0, abs(fx))  # covers the few ulp of error of the float64 formula
                 self.facts += [v >= z3.RealVal(fx - pad), v <= z3.RealVal(fx + pad)]
         else:
-            v = z3.Real(f"{name}_{len(self._by_id)}")
+            v = z3.Real(f"{self._prefix}{name}_{len(self._by_id)}")
         self._by_id[key] = v
         self._facts_for(name, t, v)
         self.apps[name].append((t, v))
+        self.order.append((name, t, v))
         return v
 
     def _facts_for(self, name: str, t, f) -> None:

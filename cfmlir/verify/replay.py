@@ -35,7 +35,6 @@ from cfmlir.syntax.unparse import unparse
 from cfmlir.verify import values as S
 from cfmlir.verify.nonlinear import true_value
 from cfmlir.verify.operators import PIECEWISE_LINEAR, concrete_value
-from cfmlir.verify.semantics import holds
 
 TOL = 1e-9
 
@@ -340,10 +339,11 @@ def _robust(prob, ob, background, goal_part, model, deadline):
     bounds = [z3.And(v >= -100, v <= 100) for v in vs if v.sort() == z3.RealSort()]
     out = []
     for d in (1, Fraction(1, 1000), Fraction(1, 10 ** 6)):
-        if time.perf_counter() > deadline:
+        left = deadline - time.perf_counter()
+        if left <= 0:
             break
         s = z3.SolverFor("QF_NRA")
-        s.set("timeout", 2000)
+        s.set("timeout", max(1, int(min(2.0, left) * 1000)))
         s.add(*fml, *bounds, z3.Not(_slack(goal_part, d)))
         if s.check() == z3.sat:
             out.append(s.model())
@@ -377,6 +377,34 @@ def confirm(prob, ob, background, goal_part, model, deadline) -> Found:
     return last
 
 
+def at_point(prob, ob, premises, goal_part, point: dict, deadline) -> Found | None:
+    """Replay the world around ``point`` (values of some variables, by name): the applications whose
+    arguments it fixes take their true float64 values, z3 completes the rest (linear once they are
+    fixed), the interpreter confirms.  ``None`` when z3 finds no completion in time."""
+    fixed = {name: z3.RealVal(repr(float(x))) for name, x in point.items()}
+    sub = [(z3.Real(name), v) for name, v in fixed.items()]
+    fix = [z3.Real(name) == v for name, v in fixed.items()]
+    for name, t, fv in prob.nl.order:
+        tv = z3.simplify(z3.substitute(t, *sub)) if sub else z3.simplify(t)
+        if not z3.is_rational_value(tv):
+            continue
+        value = true_value(name, float(tv.as_fraction()))
+        if not math.isfinite(value):
+            continue
+        val = z3.RealVal(repr(value))
+        fix.append(fv == val)
+        sub.append((fv, val))
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return None
+    s = z3.SolverFor("QF_NRA")
+    s.set("timeout", max(1, int(min(2.0, left) * 1000)))
+    s.add(*premises, *ob.assume, ob.guard, z3.Not(goal_part), *fix)
+    if s.check() != z3.sat:
+        return None
+    return replay(prob, ob, s.model())
+
+
 def search(prob, ob, background, goal_part, model, deadline, trials: int = 40):
     """Solver-guided search: fix the non-linear applications at real points, re-solve, replay."""
     rng = random.Random(0)
@@ -403,7 +431,7 @@ def search(prob, ob, background, goal_part, model, deadline, trials: int = 40):
             fix.append(fv == z3.RealVal(repr(value)))
         else:
             s = z3.SolverFor("QF_NRA")
-            s.set("timeout", 2000)
+            s.set("timeout", max(1, int(min(2.0, max(0.0, deadline - time.perf_counter())) * 1000)))
             s.add(*base, *fix)
             if s.check() == z3.sat:
                 f = replay(prob, ob, s.model())

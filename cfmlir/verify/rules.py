@@ -9,9 +9,11 @@ Algorithm (for rule ``op -> body`` of a transformer, bounds ``K``, ``M``):
 3. the new shape (the body's values, converted to the member types) is ``curr``'s, and every shape
    constraint becomes an obligation: ``premises => constraint(curr)`` with ``curr``'s value ``y``;
    traverses add their own obligations (invariant initially true, preserved by one step);
-4. each obligation is refuted with z3: ``premises and assumptions and guard and not goal`` is
-   ``unsat`` (the obligation is valid), ``sat`` (a model: replayed through the reference interpreter,
-   :mod:`cfmlir.verify.replay`, and shown only if the interpreter confirms it) or ``unknown``.
+4. each conjunct of each obligation is refuted: ``premises and assumptions and guard and not goal``
+   is ``unsat`` (the obligation is valid), ``sat`` (a point: replayed through the reference
+   interpreter, :mod:`cfmlir.verify.replay`, and shown only if the interpreter confirms it) or
+   ``unknown``.  A conjunct that applies sigmoid, tanh, exp or log goes to the delta-complete
+   procedure (:mod:`cfmlir.verify.delta`); the others to z3's nlsat (:mod:`cfmlir.verify.solve`).
 
 The rule is ``verified`` when every obligation is valid.
 """
@@ -23,11 +25,11 @@ from dataclasses import dataclass, field
 
 import z3
 
-from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.syntax import ast
 from cfmlir.syntax.unparse import unparse
+from cfmlir.verify import errors
 from cfmlir.verify import values as S
-from cfmlir.verify.errors import FragmentError
+from cfmlir.verify.errors import Deadline, FragmentError, RuleTimeout
 from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.operators import OPERATORS, bind
@@ -64,12 +66,12 @@ class RuleResult:
 class RuleProblem:
     """Everything about one rule: its world, evaluator, obligations (kept for replay)."""
 
-    def __init__(self, checked, tname: str, rule: ast.Rule, K: int, M: int):
+    def __init__(self, checked, tname: str, rule: ast.Rule, K: int, M: int, deadline: Deadline | None = None):
         self.checked = checked
         self.tname = tname
         self.rule = rule
         self.shape_decl = next(d for d in checked.program.decls if isinstance(d, ast.ShapeDecl))
-        self.world = World(checked.members, K, M)
+        self.world = World(checked.members, K, M, deadline)
         self.nl = Nonlinear()
         self.ev = SymbolicEvaluator(checked, self.world, self.nl, holds)
         self.world.constraints_of = self._constraints_of
@@ -105,39 +107,109 @@ def conjuncts(f) -> list:
 
 
 def verify_rule(checked, tname: str, rule: ast.Rule, K: int = 2, M: int = 2, timeout: float = 60.0) -> RuleResult:
-    from cfmlir.verify.replay import confirm
-
+    """The verdict on one rule within ``timeout`` seconds, building the problem included (a rule
+    whose world is too large to build in time is ``unknown (timeout ...)``)."""
     t0 = time.perf_counter()
     res = RuleResult(tname, rule.op, UNKNOWN, K=K, M=M, loc=rule.loc)
-    prob = RuleProblem(checked, tname, rule, K, M)
+    outer = errors.ACTIVE
+    errors.ACTIVE = Deadline(t0 + timeout)
+    try:
+        return _verify_rule(checked, tname, rule, K, M, timeout, t0, res)
+    except RuleTimeout:
+        res.status = UNKNOWN
+        res.detail = f"timeout after {timeout:g} s" + ("" if res.obligations else " (building the problem)")
+        res.seconds = time.perf_counter() - t0
+        return res
+    finally:
+        errors.ACTIVE = outer
+
+
+def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
+    deadline = t0 + timeout
+    prob = RuleProblem(checked, tname, rule, K, M, errors.ACTIVE)
     res.obligations = len(prob.obligations)
     background = prob.background()
+    premises = list(prob.world.premises) + list(prob.ev.assumptions)
+    apps = [(v, z3.Real(f"__app_{i}")) for i, (_, _, v) in enumerate(prob.nl.order)]
     unknown = []
     for ob in prob.obligations:
-        if time.perf_counter() - t0 >= timeout:
+        if time.perf_counter() >= deadline:
             unknown.append(f"timeout after {timeout:g} s")
             break
-        # A conjunction is valid when each conjunct is (nlsat is much faster on the parts).
-        r, model, part = "unsat", None, None
+        # A conjunction is valid when each conjunct is (each is a smaller problem).
         for part in conjuncts(holds(ob.goal)):
-            r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), t0 + timeout)
-            if r != "unsat":
+            if _nonlinear(part, ob, apps):
+                verdict, found = discharge_nonlinear(prob, ob, premises, part, deadline)
+                if verdict == UNKNOWN and str(found).startswith(OUTSIDE):  # z3 with the facts instead
+                    verdict, found = discharge_polynomial(prob, ob, background, part, deadline)
+            else:
+                verdict, found = discharge_polynomial(prob, ob, background, part, deadline)
+            if verdict == COUNTEREXAMPLE:
+                res.status, res.detail = COUNTEREXAMPLE, found.text
+                res.extra = found.data
+                res.seconds = time.perf_counter() - t0
+                return res
+            if verdict == UNKNOWN:
+                unknown.append(f"{ob.what}: {found}")
                 break
-        if r == "unsat":
-            continue
-        if r == "unknown":
-            unknown.append(f"{ob.what}: {model}")
-            continue
-        found = confirm(prob, ob, background, part, model, deadline=t0 + timeout)
-        if found.confirmed:
-            res.status, res.detail = COUNTEREXAMPLE, found.text
-            res.extra = found.data
-            res.seconds = time.perf_counter() - t0
-            return res
-        unknown.append(f"{ob.what}: {found.text}")
     res.seconds = time.perf_counter() - t0
     if unknown:
         res.detail = "; ".join(unknown)
     else:
         res.status = VERIFIED
     return res
+
+
+def _nonlinear(part, ob, apps) -> bool:
+    """Does the claim (its goal, guard or assumptions) apply sigmoid/tanh/exp/log?  (Substituting
+    the applications' reals changes a formula iff it mentions one; z3 does it in C.)"""
+    if not apps:
+        return False
+    return any(not z3.substitute(f, *apps).eq(f) for f in [part, ob.guard, *ob.assume])
+
+
+def discharge_polynomial(prob, ob, background, part, deadline):
+    """z3's nlsat with case splits (:mod:`cfmlir.verify.solve`); a model is replayed."""
+    from cfmlir.verify.replay import confirm
+
+    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline)
+    if r == "unsat":
+        return VERIFIED, None
+    if r == "unknown":
+        return UNKNOWN, model
+    found = confirm(prob, ob, background, part, model, deadline=deadline)
+    if found.confirmed:
+        return COUNTEREXAMPLE, found
+    return UNKNOWN, found.text
+
+
+#: the start of a delta procedure verdict on a claim it cannot express (z3 alone is tried instead)
+OUTSIDE = "outside the procedure"
+
+
+def discharge_nonlinear(prob, ob, premises, part, deadline):
+    """The delta-complete procedure (:mod:`cfmlir.verify.delta`) on the slice of the world the claim
+    needs, widened when a candidate point does not extend to a real counterexample."""
+    from cfmlir.verify import delta
+    from cfmlir.verify.replay import at_point
+
+    why = "no decision"
+    for level in (0, 1, 2):
+        d = delta.decide(premises + list(ob.assume) + [ob.guard], z3.Not(part), prob.nl.order, deadline, level=level)
+        if d.status == delta.UNSAT:
+            return VERIFIED, None
+        if d.status == delta.UNKNOWN:
+            return UNKNOWN, d.detail
+        for point in d.points:
+            found = at_point(prob, ob, premises, part, point, deadline)
+            if found is not None and found.confirmed:
+                return COUNTEREXAMPLE, found
+            if found is not None:
+                why = f"candidate {_fmt_point(point)} not confirmed: {found.text}"
+            else:
+                why = f"candidate {_fmt_point(point)} does not extend to the whole world"
+    return UNKNOWN, why
+
+
+def _fmt_point(p: dict) -> str:
+    return "{" + ", ".join(f"{k}={v:.6g}" for k, v in sorted(p.items())) + "}"

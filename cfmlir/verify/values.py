@@ -24,6 +24,7 @@ from typing import Any
 import z3
 
 from cfmlir.dialects import cf_type_lattice as T
+from cfmlir.verify import errors
 
 
 class SNeuron:
@@ -121,13 +122,21 @@ def to_sym(v) -> SSym:
 
 def lin(cls, a, b, sa=1, sb=1):
     """``sa*a + sb*b`` for two SPoly or two SSym values."""
-    out = {k: sa * c for k, c in a.coeffs.items()}
-    for k, c in b.coeffs.items():
+    errors.check_active()
+    out = {}
+    for i, (k, c) in enumerate(a.coeffs.items()):
+        if i % 64 == 63:
+            errors.check_active()
+        out[k] = sa * c
+    for i, (k, c) in enumerate(b.coeffs.items()):
+        if i % 64 == 63:
+            errors.check_active()
         out[k] = out[k] + sb * c if k in out else sb * c
     return cls(sa * a.const + sb * b.const, out)
 
 
 def scale(p, c):
+    errors.check_active()
     return type(p)(c * p.const, {k: c * v for k, v in p.coeffs.items()})
 
 

@@ -22,11 +22,14 @@ from typing import Any, Callable
 import z3
 
 from cfmlir.dialects import cf_type_lattice as T
+from cfmlir.verify.errors import Deadline
 from cfmlir.verify.values import SNeuron, SNoise, SPoly, SSym
 
 
 class World:
-    def __init__(self, members: dict[str, T.Type], K: int, M: int):
+    def __init__(self, members: dict[str, T.Type], K: int, M: int, deadline: Deadline | None = None):
+        #: checked while the world grows (a large K must not outlive the rule's time limit)
+        self.deadline = deadline or Deadline()
         self.members = members
         self.K = K
         self.M = M
@@ -52,6 +55,7 @@ class World:
         return z3.Real(f"{prefix}_{self._var}")
 
     def neuron(self, name: str, depth: int, pool: list[SNeuron] | None = None) -> SNeuron:
+        self.deadline.check()
         n = SNeuron(self, len(self.neurons), name, depth)
         n.pool = pool
         self.neurons.append(n)
@@ -92,6 +96,7 @@ class World:
         return n._shape
 
     def _member(self, n: SNeuron, m: str, ty: T.Type):
+        self.deadline.check()
         if ty in (T.FLOAT, T.INT):
             v = z3.Real(f"{m}_{n.name}")
             if ty == T.INT:
@@ -100,7 +105,12 @@ class World:
         if ty == T.BOOL:
             return z3.Bool(f"{m}_{n.name}")
         if ty == T.POLYEXP:
-            return SPoly(z3.Real(f"{m}_{n.name}_c"), {q: z3.Real(f"{m}_{n.name}_{q.name}") for q in n.pool})
+            # Parametrised by its concrete value v: const = v - sum c_j x_qj, so that the value of
+            # L is the one variable v (a premise L <= x is then v <= x, and a rule using L's value
+            # needs no pool variables; the map (const, c) <-> (v, c) is a bijection).
+            coeffs = {q: z3.Real(f"{m}_{n.name}_{q.name}") for q in n.pool}
+            v = z3.Real(f"{m}_{n.name}_v")
+            return SPoly(v - z3.Sum([c * q.value for q, c in coeffs.items()]) if coeffs else v, coeffs)
         if ty == T.SYMEXP:
             # Parametrised by the neuron's value: const = x - sum a_i eps_i, so that Z(eps) = x is
             # an identity (z3 then sees Z's value as x instead of solving for it).

@@ -1,0 +1,186 @@
+"""Closed intervals of extended reals in float64, rounded outward (the prover's enclosures).
+
+An interval ``(lo, hi)`` with ``-inf <= lo <= hi <= inf`` stands for the reals between its ends;
+an infinite end means "unbounded" (a real value is never infinite).  Every operation returns an
+interval that contains the exact real result for every choice of reals in its arguments:
+
+* ``+ - * /`` are correctly rounded in IEEE float64, so each computed end is moved one ulp outward
+  (``math.nextafter``) -- except a sum that is exact (Knuth's TwoSum error term is 0), so that
+  ``0 + 0`` stays ``0`` and a strict atom at 0 is seen to fail; ``0 * inf`` is ``0`` (an end at infinity is a limit, the factor 0 is exact);
+  a division by an interval containing 0 is the whole line;
+* ``exp`` and ``log`` come from the C library, assumed accurate to 1 ulp (glibc documents < 1 ulp);
+  their ends are moved four ulp outward.  ``exp`` overflowing at the lower end gives the largest
+  float (not ``inf``, which would claim more than is known); ``log`` of an interval reaching 0 or below
+  is unbounded below (and the whole line when it lies at or below 0: the encoding says nothing there).
+
+Example: ``mul((-1.0, 2.0), (3.0, inf))`` is ``(-inf, inf)``; ``exp((0.0, 1.0))`` is
+``(0.999..., 2.718...)`` containing ``[1, e]``.
+"""
+
+from __future__ import annotations
+
+import math
+
+INF = math.inf
+WHOLE = (-INF, INF)
+_MAX = 1.7976931348623157e308
+
+
+def down(x: float, ulps: int = 1) -> float:
+    for _ in range(ulps):
+        x = math.nextafter(x, -INF)
+    return x
+
+
+def up(x: float, ulps: int = 1) -> float:
+    for _ in range(ulps):
+        x = math.nextafter(x, INF)
+    return x
+
+
+def point(x: float) -> tuple[float, float]:
+    return (x, x)
+
+
+def const(lo: float, hi: float) -> tuple[float, float]:
+    """The interval of a rational constant given its float64 neighbours."""
+    return (lo, hi)
+
+
+def is_empty(a) -> bool:
+    return a[0] > a[1]
+
+
+def meet(a, b):
+    return (max(a[0], b[0]), min(a[1], b[1]))
+
+
+def hull(a, b):
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def _lo(x: float) -> float:
+    return -INF if math.isnan(x) else down(x)
+
+
+def _hi(x: float) -> float:
+    return INF if math.isnan(x) else up(x)
+
+
+def _exact_sum(x: float, y: float, s: float) -> bool:
+    """Is the float sum ``s = x + y`` exact (Knuth's TwoSum error term is 0)?"""
+    if math.isinf(s) or math.isnan(s):
+        return False
+    bb = s - x
+    return (x - (s - bb)) + (y - bb) == 0.0
+
+
+def add(a, b):
+    lo, hi = a[0] + b[0], a[1] + b[1]
+    if lo != -INF and not (not math.isinf(a[0]) and not math.isinf(b[0]) and _exact_sum(a[0], b[0], lo)):
+        lo = _lo(lo)
+    if hi != INF and not (not math.isinf(a[1]) and not math.isinf(b[1]) and _exact_sum(a[1], b[1], hi)):
+        hi = _hi(hi)
+    return (lo, hi)
+
+
+def neg(a):
+    return (-a[1], -a[0])
+
+
+def sub(a, b):
+    return add(a, neg(b))
+
+
+def _mul1(x: float, y: float) -> float:
+    if x == 0.0 or y == 0.0:
+        return 0.0
+    return x * y
+
+
+def mul(a, b):
+    if a[0] == a[1] == 0.0 or b[0] == b[1] == 0.0:
+        return (0.0, 0.0)
+    ps = (_mul1(a[0], b[0]), _mul1(a[0], b[1]), _mul1(a[1], b[0]), _mul1(a[1], b[1]))
+    lo, hi = min(ps), max(ps)
+    return (down(lo) if lo not in (0.0, -INF) else lo, up(hi) if hi not in (0.0, INF) else hi)
+
+
+def sqr(a):
+    """``a * a`` without the dependency loss of ``mul(a, a)`` (never negative)."""
+    lo, hi = a
+    if lo >= 0:
+        m, M = lo * lo, hi * hi
+    elif hi <= 0:
+        m, M = hi * hi, lo * lo
+    else:
+        m, M = 0.0, max(lo * lo, hi * hi)
+    return (down(m) if m > 0 else 0.0, up(M) if M != INF else INF)
+
+
+def recip(b):
+    lo, hi = b
+    if lo <= 0.0 <= hi:
+        return WHOLE
+    ends = (1.0 / hi if hi != INF else 0.0, 1.0 / lo if lo != -INF else 0.0)
+    r0, r1 = min(ends), max(ends)
+    return (down(r0) if r0 != 0.0 or lo < 0 else 0.0, up(r1) if r1 != 0.0 or hi > 0 else 0.0)
+
+
+def div(a, b):
+    if b[0] <= 0.0 <= b[1]:
+        return WHOLE
+    return mul(a, recip(b))
+
+
+def power(a, n: int):
+    """``a ** n`` for an integer ``n >= 0``."""
+    if n == 0:
+        return (1.0, 1.0)
+    if n == 1:
+        return a
+    if n % 2 == 0:
+        return power(sqr(a), n // 2)
+    return mul(a, power(a, n - 1))
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return INF
+
+
+def exp(a):
+    lo = _exp(a[0])
+    hi = _exp(a[1])
+    lo = _MAX if lo == INF else max(0.0, down(lo, 4))
+    hi = INF if hi == INF else up(hi, 4)
+    return (lo, hi)
+
+
+def log(a):
+    lo, hi = a
+    if hi <= 0.0:
+        return WHOLE
+    top = INF if hi == INF else up(math.log(hi), 4)
+    if lo <= 0.0:
+        return (-INF, top)
+    return (down(math.log(lo), 4), top)
+
+
+def width(a) -> float:
+    return a[1] - a[0]
+
+
+def mid(a) -> float:
+    """A finite point of ``a`` (its midpoint when bounded)."""
+    lo, hi = a
+    if lo == -INF and hi == INF:
+        return 0.0
+    if lo == -INF:
+        return hi - max(1.0, abs(hi))
+    if hi == INF:
+        return lo + max(1.0, abs(lo))
+    m = 0.5 * lo + 0.5 * hi
+    return min(max(m, lo), hi)
