@@ -12,8 +12,11 @@ CUDA graph capture leaves the stream in capture mode.  The worker dies with its 
 (``PR_SET_PDEATHSIG`` on Linux) and ignores Ctrl-C (the parent stops it).
 
 * ``cf-run --vnnlib P --timeout S`` (:func:`run_with_timeout`): the ``S`` seconds count from the start
-  of ``cf-run``, the worker's start-up (torch import, certifier compilation) included, so the whole
-  command ends within about ``S`` seconds.
+  of the ``cf-run`` process (:func:`cfmlir.tools.deadline.process_start`, as the competition measures:
+  Python's own start-up included), the worker's start-up (torch import, certifier compilation) too.  The parent kills the
+  worker :data:`EXIT_RESERVE_S` before the limit (what is left: killing it, writing the result file and
+  the JSON, and the process's exit), so the whole command ends within the limit; the parent never
+  imports torch (its start-up would take seconds from the worker's).
 * ``cf-run --instances CSV`` (:func:`run_instances`): one worker serves all instances; each instance's
   clock starts when the prepared worker gets it (loading the ONNX and VNN-LIB files, the analysis and
   the counterexample search count), as VNN-COMP's ``prepare_instance.sh`` / ``run_instance.sh`` split
@@ -52,9 +55,12 @@ from cfmlir.tools import run_args, run_setup, vnnlib_mode
 
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
 PREPARE_LIMIT_S = 600.0
-#: input splitting (``--split``) in a worker stops at this share of the instance's time limit (the rest:
-#: finishing the round that started before it, and replying)
-SPLIT_DEADLINE_SHARE = 0.9
+#: seconds before the limit at which the parent stops waiting and kills the worker (then: the verdict
+#: ``timeout`` written, the process's exit)
+EXIT_RESERVE_S = 0.25
+#: seconds before the parent's kill by which the worker answers on its own: input splitting
+#: (``--split``) starts no round it predicts to end later (:mod:`cfmlir.input_splitting`)
+REPLY_RESERVE_S = 0.25
 #: columns of an instances.csv line
 CSV_COLUMNS = ("onnx", "vnnlib", "timeout")
 
@@ -162,7 +168,9 @@ class Outcome:
     out: dict | None = None  # cf-run's JSON object of the instance (None for timeout and error)
     lines: list[str] = field(default_factory=list)  # its summary lines
     check_error: str | None = None  # the error line of an unsound --check
-    message: str | None = None  # the error line, for error
+    message: str | None = None  # the error line, for error (and for unknown when the certifier's proof failed)
+    warning: str | None = None  # the proof's warning line (rules the prover left unknown)
+    exit_status: int = 0  # of the error (3: the certifier's proof failed, cfmlir.proof_gate)
 
 
 def _die_with_parent() -> None:
@@ -186,19 +194,19 @@ def _worker_main(conn, args) -> None:
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
 
-    def failed(e: BaseException) -> str:
+    def failed(e: BaseException) -> tuple:
         if os.environ.get("CF_RUN_TRACEBACK") and run_setup.is_internal_error(e):
             import traceback
 
             traceback.print_exc()
-        return run_setup.error_line(e)
+        return ("failed", run_setup.error_line(e), run_setup.exit_status_of(e), getattr(e, "result_verdict", "error"))
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     try:
         loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))
     except BaseException as e:  # noqa: BLE001 - reported to the parent
-        conn.send(("failed", failed(e)))
+        conn.send(failed(e))
         return
     while True:
         try:
@@ -207,17 +215,16 @@ def _worker_main(conn, args) -> None:
             return
         if msg[0] != "run":
             return
-        _, net, vnnlib, limit = msg
+        _, net, vnnlib, kill_at = msg
         a = copy.copy(args)
         a.net, a.vnnlib, a.instances, a.json, a.results, a.timeout = net, vnnlib, None, None, None, None
-        # input splitting stops by itself before the parent's kill (a reply takes well under a second)
-        a.split_deadline = time.monotonic() + SPLIT_DEADLINE_SHARE * limit - 0.5
+        # input splitting stops by itself before the parent's kill (time.monotonic is the machine's clock)
+        a.split_deadline = kill_at - REPLY_RESERVE_S
         try:
             check = run_setup.parse_check(a)
-            out, lines, check_error = vnnlib_mode.vnnlib_instance(a, loaded, certifier, check)
-            reply = ("done", out, lines, check_error)
+            reply = ("done", *vnnlib_mode.vnnlib_instance(a, loaded, certifier, check))
         except BaseException as e:  # noqa: BLE001 - reported to the parent
-            reply = ("failed", failed(e))
+            reply = failed(e)
         sys.stdout.flush()
         sys.stderr.flush()
         conn.send(reply)
@@ -236,10 +243,10 @@ class Worker:
         child.close()
         self.compile_s: float | None = None
 
-    def _answer(self, limit: float):
-        """The worker's next message, or :class:`WorkerTimeout` after ``limit`` seconds (the worker is
-        then killed); a worker that died answers ``("failed", <why>)``."""
-        if not self.conn.poll(max(limit, 0.0)):
+    def _answer(self, until: float):
+        """The worker's next message, or :class:`WorkerTimeout` at :func:`time.monotonic` time ``until``
+        (the worker is then killed); a worker that died answers ``("failed", <why>, ...)``."""
+        if not self.conn.poll(max(until - time.monotonic(), 0.0)):
             self.kill()
             raise WorkerTimeout()
         try:
@@ -249,33 +256,36 @@ class Worker:
             code = self.proc.exitcode
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
             self.kill()
-            return ("failed", f"error: the analysis process died ({how}; out of memory?)")
+            return ("failed", f"error: the analysis process died ({how}; out of memory?)", 1, "error")
 
-    def prepare(self, limit: float) -> float:
+    def prepare(self, until: float) -> float:
         """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.run_setup.ReportedError`
-        when it cannot be, :class:`WorkerTimeout` after ``limit`` seconds."""
+        when it cannot be, :class:`WorkerTimeout` at :func:`time.monotonic` time ``until``."""
         from cfmlir.tools.run_setup import ReportedError
 
-        msg = self._answer(limit)
+        msg = self._answer(until)
         if msg[0] != "ready":
             self.kill()
-            raise ReportedError(msg[1])
+            raise ReportedError(*msg[1:])
         self.compile_s = msg[1]
         return self.compile_s
 
-    def run(self, net: Path | None, vnnlib: Path, limit: float) -> Outcome:
-        """Decide one instance within ``limit`` seconds (``net`` None: cf-run's default network)."""
-        t0 = time.perf_counter()
-        self.conn.send(("run", None if net is None else str(net), str(vnnlib), limit))
+    def run(self, net: Path | None, vnnlib: Path, limit: float, until: float | None = None) -> Outcome:
+        """Decide one instance within ``limit`` seconds from now, the worker killed :data:`EXIT_RESERVE_S`
+        before (or at :func:`time.monotonic` time ``until``; ``net`` None: cf-run's default network)."""
+        t0 = time.monotonic()
+        kill_at = t0 + limit - EXIT_RESERVE_S if until is None else until
+        self.conn.send(("run", None if net is None else str(net), str(vnnlib), kill_at))
         try:
-            msg = self._answer(limit)
+            msg = self._answer(kill_at)
         except WorkerTimeout:
-            return Outcome("timeout", time.perf_counter() - t0)
-        seconds = time.perf_counter() - t0
+            return Outcome("timeout", time.monotonic() - t0)
+        seconds = time.monotonic() - t0
         if msg[0] == "done":
-            _, out, lines, check_error = msg
-            return Outcome(out["verdict"], seconds, out, lines, check_error)
-        return Outcome("error", seconds, message=msg[1])
+            _, out, lines, check_error, warning = msg
+            return Outcome(out["verdict"], seconds, out, lines, check_error, warning=warning)
+        _, line, status, verdict = msg
+        return Outcome(verdict, seconds, message=line, exit_status=status)
 
     @property
     def alive(self) -> bool:
@@ -302,24 +312,25 @@ class Worker:
 # cf-run --vnnlib P --timeout S
 # ---------------------------------------------------------------------------------------------
 def run_with_timeout(args, start: float) -> int:
-    """One VNN-LIB instance with a deadline of ``args.timeout`` seconds from ``start``; cf-run's exit status."""
+    """One VNN-LIB instance within ``args.timeout`` seconds of :func:`time.monotonic` time ``start`` (the
+    process's start, :func:`cfmlir.tools.deadline.process_start`); cf-run's exit status."""
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
-    deadline = start + args.timeout
+    kill_at = start + args.timeout - EXIT_RESERVE_S
     worker = Worker(args)
     try:
         try:
-            worker.prepare(deadline - time.perf_counter())
-            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), deadline - time.perf_counter())
+            worker.prepare(kill_at)
+            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), 0.0, until=kill_at)
         except WorkerTimeout:
-            outcome = Outcome("timeout", time.perf_counter() - start)
+            outcome = Outcome("timeout", time.monotonic() - start)
     finally:
-        worker.close()
-    if outcome.verdict == "error":
-        raise run_setup.ReportedError(outcome.message)
+        worker.kill()  # its answer is in: no need to wait for its exit (torch's teardown takes seconds)
+    if outcome.message is not None:
+        raise run_setup.ReportedError(outcome.message, outcome.exit_status or 1, outcome.verdict)
     if outcome.verdict != "timeout":
-        return vnnlib_mode.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error)
-    elapsed = time.perf_counter() - start
+        return vnnlib_mode.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error, outcome.warning)
+    elapsed = time.monotonic() - start
     net = args.net
     if net is None:
         from cfruntime.default_data import default_network_path
@@ -361,17 +372,22 @@ def run_instances(args) -> int:
         print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {run_setup.engine_label(args)})",
               flush=True)
     counts = {v: 0 for v in VERDICTS}
-    rows, unsound = [], 0
+    rows, unsound, refuted, warned = [], 0, 0, set()
     startup = _Startup()
     outcomes = _outcomes_on_ray(args, instances, startup) if getattr(args, "ray", None) is not None \
         else _outcomes_here(args, instances, startup)
     try:
         for k, (inst, limit, outcome) in enumerate(outcomes, start=1):
-            if outcome.verdict == "error" and inst.missing is None:
+            if outcome.message is not None and inst.missing is None:
                 outcome.message = _at_line(outcome.message, csv_path, inst.line)
             counts[outcome.verdict] += 1
             if outcome.message:
                 print(outcome.message, file=sys.stderr, flush=True)
+            if outcome.exit_status == run_args.EXIT_UNSOUND:  # the certifier's proof failed
+                refuted += 1
+            if outcome.warning is not None and outcome.warning not in warned:  # once per run
+                warned.add(outcome.warning)
+                print(outcome.warning, file=sys.stderr, flush=True)
             if outcome.check_error:
                 unsound += 1
                 print(_at_line(outcome.check_error, csv_path, inst.line), file=sys.stderr, flush=True)
@@ -404,7 +420,7 @@ def run_instances(args) -> int:
             print(f"results:   {out_csv} (result files in {res_dir})")
     if counts["error"]:
         return 1
-    return run_args.EXIT_UNSOUND if unsound else 0
+    return run_args.EXIT_UNSOUND if unsound or refuted else 0
 
 
 @dataclass
@@ -434,7 +450,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 t0 = time.perf_counter()
                 worker = Worker(args)
                 try:
-                    worker.prepare(PREPARE_LIMIT_S)
+                    worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
                 finally:
@@ -482,7 +498,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
         t0 = time.perf_counter()
         worker = Worker(args)
         try:
-            worker.prepare(PREPARE_LIMIT_S)
+            worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
         except WorkerTimeout:
             return RemoteFailure(f"error: the analysis process did not start within {PREPARE_LIMIT_S:g}s")
         except run_setup.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
