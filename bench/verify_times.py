@@ -35,7 +35,7 @@ def main() -> None:
             print(f"{name:12} {K},{M:<3} {total:8.2f}  {counts[0]}/{counts[1]}/{counts[2]}  {slow.op} {slow.seconds:.2f} s", flush=True)
             rows.append({"certifier": name, "K": K, "M": M, "seconds": round(total, 3), "timeout_per_rule_s": args.timeout,
                          "rules": [{"op": r.op, "status": r.status, "seconds": round(r.seconds, 3), "detail": r.detail} for r in rs]})
-    Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps(rows, indent=1, allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":
