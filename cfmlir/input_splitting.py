@@ -16,8 +16,9 @@ The halves of a box cover it (both contain the midpoint), and each is bounded by
 certifier, so no pending box left means the property holds on every region (``unsat``).  The search
 stops ``unknown`` when the next round would pass ``max_boxes`` analysed boxes or end after the deadline:
 a round's time is predicted from the last one's per half (:func:`predicted_round_s`: the last round's
-seconds scaled by the ratio of the halves, with :data:`ROUND_SAFETY` to spare), so the time there is is
-used up to the last round that fits.  The split dimension
+seconds scaled by the ratio of the halves), so the time there is is used up to the last round that fits.
+(A round that overruns costs nothing: the caller's deadline ends it -- ``cf-run`` kills the analysis at the
+time limit, ``timeout`` instead of ``unknown`` -- and a counterexample found early in it still answers.)  The split dimension
 only steers the search; which one is chosen never affects soundness.
 """
 
@@ -33,17 +34,15 @@ import torch
 AUTO_MAX_FREE_INPUTS = 16
 #: rows of ``A`` whose gradients steer the split (more rows: the first these many)
 _GRADIENT_ROWS = 16
-#: a round is predicted to take this much longer than the last one's time per half says
-ROUND_SAFETY = 1.25
 
 
 def predicted_round_s(last_round_s: float, last_halves: int, halves: int) -> float:
     """The predicted seconds of a round of ``halves`` halves after one of ``last_halves`` that took
-    ``last_round_s`` (linear in the halves -- batching makes a round cheaper per half, never dearer --
-    times :data:`ROUND_SAFETY`); 0 before the first round."""
+    ``last_round_s``: linear in the halves (batching makes a round cheaper per half, never dearer, so this
+    does not underestimate); 0 before the first round."""
     if last_halves <= 0:
         return 0.0
-    return ROUND_SAFETY * last_round_s * max(halves, 1) / last_halves
+    return last_round_s * max(halves, 1) / last_halves
 
 
 @dataclass

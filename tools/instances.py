@@ -317,15 +317,17 @@ def run_with_timeout(args, start: float) -> int:
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     kill_at = start + args.timeout - EXIT_RESERVE_S
-    worker = Worker(args)
-    try:
+    if kill_at <= time.monotonic():  # the time is up already: no worker to start
+        outcome = Outcome("timeout", time.monotonic() - start)
+    else:
+        worker = Worker(args)
         try:
             worker.prepare(kill_at)
             outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), 0.0, until=kill_at)
         except WorkerTimeout:
             outcome = Outcome("timeout", time.monotonic() - start)
-    finally:
-        worker.kill()  # its answer is in: no need to wait for its exit (torch's teardown takes seconds)
+        finally:
+            worker.kill()  # its answer is in: no need to wait for its exit (torch's teardown takes seconds)
     if outcome.message is not None:
         raise run_setup.ReportedError(outcome.message, outcome.exit_status or 1, outcome.verdict)
     if outcome.verdict != "timeout":
@@ -557,8 +559,10 @@ def _at_line(message: str, csv_path: Path, line: int) -> str:
 # ---------------------------------------------------------------------------------------------
 def prepare_main(argv: list[str] | None = None) -> int:
     """``python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB``: compile the certifier (into the
-    cache, so ``run_instance.sh`` finds it compiled) and check that the network and the property load
-    and match; one ``error:`` line and exit status 1 when they do not.  No analysis."""
+    cache, so ``run_instance.sh`` finds it compiled), check that the network and the property load and
+    match, and prove a user's certifier's rules for this network (:mod:`cfmlir.proof_gate`, cached for
+    ``run_instance.sh``); one ``error:`` line and exit status 1 when they do not load, 3 when a rule is
+    refuted.  No analysis."""
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[0] != "prepare":
@@ -570,15 +574,18 @@ def prepare_main(argv: list[str] | None = None) -> int:
         from cfruntime.properties import parse_vnnlib
 
         args = run_args.build_parser().parse_args(["--certifier", certifier])
-        run_setup.load_program(args, certifier)
+        loaded = run_setup.load_program(args, certifier)
         network, _prep = run_setup.load_network_file(Path(net))
         prop = parse_vnnlib(vnnlib)
         if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
             raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
                                 f"{network.input_size} and {network.output_size}", file=vnnlib)
+        warning = run_setup.run_proof(args, loaded, certifier, network).warning()
+        if warning is not None:
+            print(warning, file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
         print(run_setup.error_line(e), file=sys.stderr)
-        return 1
+        return run_setup.exit_status_of(e)
     return 0
 
 

@@ -34,6 +34,18 @@ def _version() -> str:
     return f"cf-run (cfmlir {v['cfmlir']}) with torch {v['torch']}, onnx {v['onnx']}, xdsl {v['xdsl']}"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, its text made only when asked (reading the distributions' metadata takes a
+    noticeable part of a ``--timeout`` run's start-up)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help="show the versions and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
 def _upper(text: str) -> str:
     return str(text).strip().upper()
 
@@ -44,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certify a network with a ConstraintFlow certifier (local robustness or a VNN-LIB property). "
                     "With no arguments: deeppoly on the shipped MNIST 3x50 net and 10 images at eps 0.005.",
     ))
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("--version", action=_VersionAction)
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER})")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")

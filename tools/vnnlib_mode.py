@@ -9,8 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from cfmlir.tools.run_args import EXIT_UNSOUND, UsageError
 from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, run_proof, write_json
 
@@ -139,11 +137,14 @@ def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None, wa
 
 
 def write_results_file(path, verdict: str, counterexample: dict | None = None) -> None:
-    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written."""
+    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written.
+    (numpy is imported only for a counterexample: a ``--timeout`` run's parent never imports it.)"""
     from cfruntime.results import Counterexample, write_result
 
     cex = None
     if counterexample is not None:
+        import numpy as np
+
         cex = Counterexample(np.asarray(counterexample["x"], dtype=np.float64), np.asarray(counterexample["y"], dtype=np.float64),
                              counterexample["region"], counterexample["disjunct"])
     try:
