@@ -220,11 +220,15 @@ def spec_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def compile_cache_dir() -> Path:
+    """The compile cache's folder, :func:`cfmlir.compiler.cache_dir` (the same variable and default; read
+    here because importing the compiler imports xDSL, seconds a cache hit must not cost)."""
+    return Path(os.environ.get("CFMLIR_CACHE_DIR", Path.home() / ".cache" / "cfmlir"))
+
+
 def cache_file(text: str, K: int = PROOF_K, M: int = PROOF_M) -> Path:
     """Where the proofs of the spec ``text`` at ``K``, ``M`` by this prover are kept."""
-    from cfmlir.compiler import cache_dir
-
-    return cache_dir() / "proofs" / f"{spec_hash(text)[:32]}-K{K}-M{M}-{prover_version()}.json"
+    return compile_cache_dir() / "proofs" / f"{spec_hash(text)[:32]}-K{K}-M{M}-{prover_version()}.json"
 
 
 def _read_cache(path: Path) -> dict | None:

@@ -35,8 +35,8 @@ A property one pass leaves ``unknown`` is split over its input box (``--split au
 VNN-COMP mode (:mod:`cfmlir.tools.instances`, :mod:`cfruntime.results`): ``--results FILE``
 writes the competition's result file (the verdict ``unsat``/``sat``/``unknown``/``timeout``/``error``
 on the first line; for ``sat`` the confirmed counterexample ``((X_0 v) ... (Y_0 v) ...)``);
-``--timeout S`` runs the instance in a child process that is killed after ``S`` seconds (the verdict
-is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`` of a benchmark's
+``--timeout S`` runs the instance in a child process that is killed before ``S`` seconds have passed since
+cf-run's process started (the verdict is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`` of a benchmark's
 ``instances.csv`` and ``--results OUT.csv`` then gets one line ``onnx,vnnlib,verdict,seconds`` per
 instance (the result files go to the folder ``OUT_results``).
 
@@ -70,8 +70,15 @@ tolerance, the seconds, the violations per layer), ``"violations"`` (the worst o
 byte-identical copy of one) counts as a user's certifier.  The check is empirical: finding no
 violation does not prove a certifier sound.
 
-Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file) is
-one line ``error: ...`` on stderr and exit status 1; never a traceback.
+Proof gate (:mod:`cfmlir.proof_gate`, docs/trust.md): a certifier given as a ``.cf`` file has the rules this
+network runs proved sound before any analysis (``--proof-timeout S`` per rule, cached); a counterexample is
+exit status 3 with ``error: FILE:LINE:COL: rule T.Op is unsound: ...`` and no verdict (a result file says
+``unknown``); an ``unknown`` rule is one warning and ``"proved": false`` (``--require-proof``: exit 3).  The
+JSON says ``"proved"`` (``true``, ``false`` or ``"shipped"``) and, for a ``.cf`` file, ``"proof"``.
+
+Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file, a
+non-finite bound: :mod:`cfruntime.flow.finite`) is one line ``error: ...`` on stderr and exit status 1; never a
+traceback.  Every JSON is strict (no ``NaN``/``Infinity``).
 """
 
 from __future__ import annotations

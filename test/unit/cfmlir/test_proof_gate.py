@@ -147,6 +147,29 @@ def test_an_unknown_is_reused_only_for_a_time_limit_no_longer():
     assert longer.proved is True and not longer.cached
 
 
+def test_the_proofs_live_in_the_compile_cache(monkeypatch, tmp_path):
+    from cfmlir.compiler import cache_dir
+
+    assert proof_gate.compile_cache_dir() == cache_dir()
+    monkeypatch.delenv("CFMLIR_CACHE_DIR")
+    assert proof_gate.compile_cache_dir() == cache_dir()
+
+
+def test_a_cache_hit_imports_neither_the_prover_nor_the_compiler(own_cache):
+    """In a new process: one small file read (no z3, no parser, no xDSL)."""
+    import subprocess
+    import sys
+
+    text = certifier_source("ibp")[0]
+    proof_gate.prove(text, "ibp.cf", {"Affine", "Relu"})
+    code = ("import sys, time; from cfmlir import proof_gate; from cfmlir.certifiers import certifier_source; "
+            "t = time.perf_counter(); p = proof_gate.prove(certifier_source('ibp')[0], 'ibp.cf', {'Affine', 'Relu'}); "
+            "s = time.perf_counter() - t; "
+            "print(p.cached, p.proved, [m for m in ('z3', 'xdsl', 'cfmlir.syntax.parser', 'torch') if m in sys.modules], s)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 3)
+    assert out[:3] == ["True", "True", "[]"], out
+
+
 def test_another_K_M_or_text_is_another_cache_file():
     text = certifier_source("ibp")[0]
     names = {proof_gate.cache_file(text).name, proof_gate.cache_file(text, K=3).name,

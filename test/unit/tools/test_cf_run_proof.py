@@ -144,3 +144,17 @@ def test_prepare_instance_proves_ahead(case, capsys):
     assert prepare_main(["prepare", str(case["bad"]), str(case["net"]), str(case["vnnlib"])]) == 3
     err = capsys.readouterr().err
     assert "rule ibp.Relu is unsound" in err.splitlines()[-1]
+
+
+def test_ray_dataset_mode_is_refused_before_ray_starts(case, capsys, monkeypatch):
+    """``--ray``: the proof runs in the driver before the cluster is started (an unsound certifier never
+    reaches it)."""
+    pytest.importorskip("ray")
+    from cfmlir import distributed
+
+    def no_cluster(*a, **kw):
+        raise AssertionError("Ray was started for a refuted certifier")
+
+    monkeypatch.setattr(distributed, "session", no_cluster)
+    rc, out, err = run_main(capsys, *dataset(case, case["bad"], "--ray"))
+    assert rc == 3 and "rule ibp.Relu is unsound" in err and "certified:" not in out
