@@ -20,7 +20,10 @@ CUDA graph capture leaves the stream in capture mode.  The worker dies with its 
 * ``cf-run --instances CSV`` (:func:`run_instances`): one worker serves all instances; each instance's
   clock starts when the prepared worker gets it (loading the ONNX and VNN-LIB files, the analysis and
   the counterexample search count), as VNN-COMP's ``prepare_instance.sh`` / ``run_instance.sh`` split
-  does; the start-ups (once, and again after each timeout) are reported apart.
+  does; the start-ups (once, and again after each timeout) are reported apart.  A user's certifier has
+  its rules for the instance's network proved first (:mod:`cfmlir.proof_gate`, cached), outside the
+  instance's clock like the compilation: a proof longer than an instance's limit would otherwise be
+  killed with it, again and again.
 
 **instances.csv** (VNN-COMP's format): one instance per line, ``onnx,vnnlib,timeout`` -- paths relative
 to the CSV's folder, ``.gz`` files allowed (a path whose file is missing but whose ``.gz`` exists reads
@@ -187,7 +190,8 @@ def _die_with_parent() -> None:
 
 
 def _worker_main(conn, args) -> None:
-    """The worker: compile the certifier, then answer ``("run", net, vnnlib)`` requests until ``("stop",)``."""
+    """The worker: compile the certifier, then answer ``("prove", net)`` (the proof gate for that network's
+    rules, :mod:`cfmlir.proof_gate`) and ``("run", net, vnnlib, kill_at)`` requests until ``("stop",)``."""
     import os
     import signal
 
@@ -213,6 +217,9 @@ def _worker_main(conn, args) -> None:
             msg = conn.recv()
         except (EOFError, OSError):
             return
+        if msg[0] == "prove":
+            conn.send(_prove_for(args, loaded, certifier, msg[1], failed))
+            continue
         if msg[0] != "run":
             return
         _, net, vnnlib, kill_at = msg
@@ -228,6 +235,19 @@ def _worker_main(conn, args) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         conn.send(reply)
+
+
+def _prove_for(args, loaded, certifier: str, net: str, failed) -> tuple:
+    """The worker's answer to ``("prove", net)``: ``("proved",)`` or ``failed``'s reply (a refuted rule: exit
+    status 3; a network that does not load: its error)."""
+    try:
+        a = copy.copy(args)
+        a.net = net
+        network, _prep = run_setup.load_network_file(Path(net), a)
+        run_setup.run_proof(a, loaded, certifier, network)
+        return ("proved",)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        return failed(e)
 
 
 class Worker:
@@ -269,6 +289,22 @@ class Worker:
             raise ReportedError(*msg[1:])
         self.compile_s = msg[1]
         return self.compile_s
+
+    def prove(self, net: Path) -> Outcome | None:
+        """Prove the certifier's rules for ``net`` (:mod:`cfmlir.proof_gate`; cached, so the instance's
+        own run finds them proved) before the instance's clock starts, as its compilation was: None, or the
+        instance's :class:`Outcome` when a rule is refuted or the network does not load."""
+        t0 = time.monotonic()
+        self.conn.send(("prove", str(net)))
+        try:
+            msg = self._answer(t0 + PREPARE_LIMIT_S)
+        except WorkerTimeout:
+            return Outcome("error", 0.0, message=f"error: the proof of the certifier's rules did not end within "
+                                                 f"{PREPARE_LIMIT_S:g}s", exit_status=1)
+        if msg[0] == "proved":
+            return None
+        _, line, status, verdict = msg
+        return Outcome(verdict, 0.0, message=line, exit_status=status)
 
     def run(self, net: Path | None, vnnlib: Path, limit: float, until: float | None = None) -> Outcome:
         """Decide one instance within ``limit`` seconds from now, the worker killed :data:`EXIT_RESERVE_S`
@@ -416,8 +452,9 @@ def run_instances(args) -> int:
                                                                    "startup_s": startup_s}})
     if not args.quiet:
         print("verdicts:  " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+        proving = " and proving the certifier's rules" if run_setup.user_certifier(args) else ""
         print(f"time:      {total_s:.3f}s total ({instances_s:.3f}s in the instances, {startup_s:.3f}s starting "
-              f"the analysis process)")
+              f"the analysis process{proving})")
         if out_csv is not None:
             print(f"results:   {out_csv} (result files in {res_dir})")
     if counts["error"]:
@@ -441,6 +478,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
 
+    prove = run_setup.user_certifier(args)
     worker = None
     try:
         for inst in instances:
@@ -457,7 +495,13 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
                 finally:
                     startup.seconds += time.perf_counter() - t0
-            outcome = worker.run(inst.onnx, inst.vnnlib, limit)
+            outcome = None
+            if prove:  # a user's certifier: its rules for this network proved before the instance's clock starts
+                t0 = time.monotonic()
+                outcome = worker.prove(inst.onnx)
+                startup.seconds += time.monotonic() - t0
+            if outcome is None:
+                outcome = worker.run(inst.onnx, inst.vnnlib, limit)
             if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
                 worker.close()
                 worker = None
@@ -508,7 +552,13 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
         finally:
             startup_s = time.perf_counter() - t0
     _RAY_WORKER[:] = [_ray_worker_key(args, cwd), worker]
-    outcome = worker.run(Path(onnx), Path(vnnlib), limit)
+    outcome = None
+    if run_setup.user_certifier(args):  # as without Ray: proved before the instance's clock starts
+        t0 = time.perf_counter()
+        outcome = worker.prove(Path(onnx))
+        startup_s += time.perf_counter() - t0
+    if outcome is None:
+        outcome = worker.run(Path(onnx), Path(vnnlib), limit)
     if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
         worker.close()
         _RAY_WORKER[:] = [None, None]

@@ -88,7 +88,7 @@ def api_certifier(args, loaded: LoadedProgram, certifier: str):
     compiled = loaded.program if args.engine == "compiled" else None
     program = loaded.program if args.engine == "interpreter" else None
     return Certifier(name, text, file, not args.no_rewrite, compiled, loaded.cache_hit, loaded.compile_s, program,
-                     shipped=not _user_certifier(args))
+                     shipped=not user_certifier(args))
 
 
 def run_proof(args, loaded: LoadedProgram, certifier: str, network):
@@ -191,7 +191,7 @@ class _SoundnessCheck:
         return {"unsound": self.unsound, "check": check, "violations": viol}
 
 
-def _user_certifier(args) -> bool:
+def user_certifier(args) -> bool:
     """True when ``--certifier`` is a ``.cf`` file rather than a shipped certifier's name (a path to a
     shipped file, or a byte-identical copy of one, counts as a file)."""
     from cfmlir.certifiers import certifier_names
@@ -215,7 +215,7 @@ def parse_check(args):
             raise UsageError(f"--check-tol must be a number, got '{args.check_tol}'") from None
         if not math.isfinite(tol) or tol < 0:
             raise UsageError(f"--check-tol must be a finite number >= 0, got {args.check_tol}")
-    on = args.check if args.check is not None else _user_certifier(args)
+    on = args.check if args.check is not None else user_certifier(args)
     if not on:
         return None
     return _SoundnessCheck(tol, "region" if args.vnnlib is not None else "sample")

@@ -158,3 +158,25 @@ def test_ray_dataset_mode_is_refused_before_ray_starts(case, capsys, monkeypatch
     monkeypatch.setattr(distributed, "session", no_cluster)
     rc, out, err = run_main(capsys, *dataset(case, case["bad"], "--ray"))
     assert rc == 3 and "rule ibp.Relu is unsound" in err and "certified:" not in out
+
+
+def test_instances_prove_outside_the_instance_clock(tmp_path):
+    """A proof longer than an instance's limit (the S-curve refutation takes seconds) is not killed with the
+    instance -- it would be again for every instance, and the run would say ``timeout``: it runs before the
+    instance's clock starts, and the refuted certifier answers nothing (exit 3, ``unknown``)."""
+    import numpy as np
+
+    m = MUTANTS["deeppoly sigmoid tangent taken at the wrong end"]
+    cf = tmp_path / "sig.cf"
+    cf.write_text(m.text())
+    net = network("sigmoid", tmp_path / "sig.onnx")
+    prop = robustness_vnnlib(tmp_path / "p.vnnlib", np.zeros(784), np.full(784, 0.01), 3)
+    csv_path = tmp_path / "instances.csv"
+    csv_path.write_text(f"{net},{prop},0.5\n{net},{prop},0.5\n")
+    env = {**__import__("os").environ, "CFMLIR_CACHE_DIR": str(tmp_path / "cache")}
+    p = subprocess.run(CF_RUN + ["--certifier", str(cf), "--instances", str(csv_path), "--results", str(tmp_path / "o.csv")],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=900)
+    assert p.returncode == 3, (p.stdout, p.stderr)
+    assert [line.split(",")[2] for line in (tmp_path / "o.csv").read_text().splitlines()] == ["unknown", "unknown"]
+    assert p.stderr.count("rule deeppoly.Sigmoid is unsound") == 2
+    assert "and proving the certifier's rules)" in p.stdout
