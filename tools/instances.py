@@ -13,10 +13,10 @@ CUDA graph capture leaves the stream in capture mode.  The worker dies with its 
 
 * ``cf-run --vnnlib P --timeout S`` (:func:`run_with_timeout`): the ``S`` seconds count from the start
   of the ``cf-run`` process (:func:`cfmlir.tools.deadline.process_start`, as the competition measures:
-  Python's own start-up included), the worker's start-up (torch import, certifier compilation) too.  The parent kills the
-  worker :data:`EXIT_RESERVE_S` before the limit (what is left: killing it, writing the result file and
-  the JSON, and the process's exit), so the whole command ends within the limit; the parent never
-  imports torch (its start-up would take seconds from the worker's).
+  Python's own start-up included), the worker's start-up (torch import, certifier compilation) too.
+  The parent kills the worker :data:`EXIT_RESERVE_S` before the limit (what is left: killing it, writing
+  the result file and the JSON, and the process's exit), so the whole command ends within the limit; the
+  parent never imports torch or numpy (their imports would take seconds from the worker's).
 * ``cf-run --instances CSV`` (:func:`run_instances`): one worker serves all instances; each instance's
   clock starts when the prepared worker gets it (loading the ONNX and VNN-LIB files, the analysis and
   the counterexample search count), as VNN-COMP's ``prepare_instance.sh`` / ``run_instance.sh`` split
@@ -306,11 +306,10 @@ class Worker:
         _, line, status, verdict = msg
         return Outcome(verdict, 0.0, message=line, exit_status=status)
 
-    def run(self, net: Path | None, vnnlib: Path, limit: float, until: float | None = None) -> Outcome:
-        """Decide one instance within ``limit`` seconds from now, the worker killed :data:`EXIT_RESERVE_S`
-        before (or at :func:`time.monotonic` time ``until``; ``net`` None: cf-run's default network)."""
+    def run(self, net: Path | None, vnnlib: Path, kill_at: float) -> Outcome:
+        """Decide one instance, the worker killed at :func:`time.monotonic` time ``kill_at`` (:func:`kill_time`)
+        when it has not answered (``net`` None: cf-run's default network)."""
         t0 = time.monotonic()
-        kill_at = t0 + limit - EXIT_RESERVE_S if until is None else until
         self.conn.send(("run", None if net is None else str(net), str(vnnlib), kill_at))
         try:
             msg = self._answer(kill_at)
@@ -344,6 +343,12 @@ class Worker:
         self.kill()
 
 
+def kill_time(limit: float, start: float | None = None) -> float:
+    """When to kill the worker of an instance with ``limit`` seconds from ``start`` (default now):
+    :data:`EXIT_RESERVE_S` before, so that the verdict is written within the limit."""
+    return (time.monotonic() if start is None else start) + limit - EXIT_RESERVE_S
+
+
 # ---------------------------------------------------------------------------------------------
 # cf-run --vnnlib P --timeout S
 # ---------------------------------------------------------------------------------------------
@@ -352,14 +357,14 @@ def run_with_timeout(args, start: float) -> int:
     process's start, :func:`cfmlir.tools.deadline.process_start`); cf-run's exit status."""
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
-    kill_at = start + args.timeout - EXIT_RESERVE_S
+    kill_at = kill_time(args.timeout, start)
     if kill_at <= time.monotonic():  # the time is up already: no worker to start
         outcome = Outcome("timeout", time.monotonic() - start)
     else:
         worker = Worker(args)
         try:
             worker.prepare(kill_at)
-            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), 0.0, until=kill_at)
+            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), kill_at)
         except WorkerTimeout:
             outcome = Outcome("timeout", time.monotonic() - start)
         finally:
@@ -501,7 +506,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 outcome = worker.prove(inst.onnx)
                 startup.seconds += time.monotonic() - t0
             if outcome is None:
-                outcome = worker.run(inst.onnx, inst.vnnlib, limit)
+                outcome = worker.run(inst.onnx, inst.vnnlib, kill_time(limit))
             if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
                 worker.close()
                 worker = None
@@ -558,7 +563,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
         outcome = worker.prove(Path(onnx))
         startup_s += time.perf_counter() - t0
     if outcome is None:
-        outcome = worker.run(Path(onnx), Path(vnnlib), limit)
+        outcome = worker.run(Path(onnx), Path(vnnlib), kill_time(limit))
     if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
         worker.close()
         _RAY_WORKER[:] = [None, None]

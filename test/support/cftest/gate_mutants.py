@@ -121,6 +121,16 @@ def network(kind: str, path: Path, seed: int = 0) -> Path:
     return path
 
 
+def two_images(folder: Path, seed: int = 0) -> tuple[Path, Path]:
+    """An ERAN CSV of two random MNIST-sized rows (labels 3 and 7) in ``folder``, and a VNN-LIB robustness
+    property of the first at eps 0.01 (label 3): ``(csv, vnnlib)``."""
+    rng = np.random.default_rng(seed)
+    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
+    (folder / "data.csv").write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    x = np.asarray(rows[0][1:], np.float64) / 255.0
+    return folder / "data.csv", robustness_vnnlib(folder / "p.vnnlib", np.clip(x - 0.01, 0, 1), np.clip(x + 0.01, 0, 1), 3)
+
+
 def robustness_vnnlib(path: Path, lb, ub, label: int, n_out: int = 10) -> Path:
     """A VNN-LIB robustness property: inputs in the box ``[lb, ub]``, and some output ``j != label`` at least
     the label's (the counterexample region)."""

@@ -14,6 +14,7 @@ import cfmlir
 from cfmlir import proof_gate
 from cfmlir.certifiers import certifier_source
 from cfmlir.diagnostics import CfError
+from cftest.gate_mutants import two_images
 from cftest.nets import mlp, residual_mlp
 
 DEEPZ_SHIFT = ("func relu_z(Float l, Float u, SymExp z) = l >= 0.0 ? z : (u <= 0.0 ? 0.0 : x(l, u, z));",
@@ -205,10 +206,9 @@ def small(tmp_path):
     rng = np.random.default_rng(0)
     w = [rng.standard_normal((6, 784)).astype(np.float32) * 0.05, rng.standard_normal((10, 6)).astype(np.float32)]
     onnx.save(mlp_model(w, activations="relu", input_shape=(1, 28, 28)), str(tmp_path / "n.onnx"))
-    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-    (tmp_path / "d.csv").write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    data, _prop = two_images(tmp_path)
     net = cfmlir.load_network(tmp_path / "n.onnx", mean=0.0, std=1.0, layout="NCHW", flatten_order="CHW")
-    return net, cfmlir.robustness_property(net, tmp_path / "d.csv", eps=0.01)
+    return net, cfmlir.robustness_property(net, data, eps=0.01)
 
 
 def test_certify_refuses_an_unsound_certifier(small):

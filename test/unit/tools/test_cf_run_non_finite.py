@@ -22,7 +22,7 @@ from onnx import helper
 from cfmlir.tools import cf_run, run_setup
 from cfruntime.network.builders import make_model
 from cftest import REPO
-from cftest.gate_mutants import robustness_vnnlib
+from cftest.gate_mutants import two_images
 
 CF_RUN = [sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())"]
 PREP = ["--mean", "0", "--std", "1", "--layout", "NCHW", "--flatten-order", "CHW"]
@@ -59,11 +59,8 @@ def case(tmp_path_factory):
     big = np.sign(rng.standard_normal((8, 784))).astype(np.float32) * np.float32(3e38)
     nets["huge"] = _save(d / "huge.onnx", *_mlp(rng, big))
     nets["plain"] = _save(d / "plain.onnx", *_mlp(rng, w1))
-    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-    (d / "data.csv").write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
-    x = np.asarray(rows[0][1:], np.float64) / 255.0
-    prop = robustness_vnnlib(d / "p.vnnlib", np.clip(x - 0.01, 0, 1), np.clip(x + 0.01, 0, 1), 3)
-    return {"dir": d, "nets": nets, "csv": d / "data.csv", "vnnlib": prop}
+    data, prop = two_images(d)
+    return {"dir": d, "nets": nets, "csv": data, "vnnlib": prop}
 
 
 def run(*args, env=None):

@@ -16,7 +16,7 @@ from cfmlir.certifiers import certifier_source
 from cfmlir.tools import cf_run
 from cfmlir.tools.instances import prepare_main
 from cftest import REPO
-from cftest.gate_mutants import MUTANTS, network, robustness_vnnlib
+from cftest.gate_mutants import MUTANTS, network, robustness_vnnlib, two_images
 
 CF_RUN = [sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())"]
 PREP = ["--mean", "0", "--std", "1", "--layout", "NCHW", "--flatten-order", "CHW"]
@@ -26,20 +26,14 @@ UNSOUND = MUTANTS["ibp ReLU upper bound without the clamp at 0"]
 @pytest.fixture()
 def case(tmp_path, monkeypatch):
     """A fresh proof cache, a relu net, two images, a VNN-LIB property, a copy of ibp.cf and the unsound mutant."""
-    import numpy as np
-
     monkeypatch.setenv("CFMLIR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(proof_gate, "_MEMO", {})
-    rng = np.random.default_rng(2)
-    rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-    (tmp_path / "data.csv").write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
-    x = np.asarray(rows[0][1:], np.float64) / 255.0
+    data, prop = two_images(tmp_path, seed=2)
     copy = tmp_path / "ibp_copy.cf"
     copy.write_text(certifier_source("ibp")[0])
     bad = tmp_path / "ibp_bad.cf"
     bad.write_text(UNSOUND.text())
-    return {"dir": tmp_path, "net": network("relu", tmp_path / "relu.onnx"), "csv": tmp_path / "data.csv",
-            "vnnlib": robustness_vnnlib(tmp_path / "p.vnnlib", np.clip(x - 0.01, 0, 1), np.clip(x + 0.01, 0, 1), 3),
+    return {"dir": tmp_path, "net": network("relu", tmp_path / "relu.onnx"), "csv": data, "vnnlib": prop,
             "copy": copy, "bad": bad}
 
 

@@ -19,14 +19,13 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 import cfmlir
 from cfmlir import proof_gate
 from cfmlir.tools import cf_run
 from cftest import REPO
-from cftest.gate_mutants import MUTANTS, NETWORK_OPERATORS, network, robustness_vnnlib
+from cftest.gate_mutants import MUTANTS, NETWORK_OPERATORS, network, robustness_vnnlib, two_images
 
 CF_RUN = [sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())"]
 PREP = ["--mean", "0", "--std", "1", "--layout", "NCHW", "--flatten-order", "CHW"]  # no guessed-preprocessing warnings
@@ -47,19 +46,14 @@ def world(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CFMLIR_CACHE_DIR", str(d / "cache"))
         mp.setattr(proof_gate, "_MEMO", {})
-        rng = np.random.default_rng(5)
-        rows = [[3] + rng.integers(0, 256, 784).tolist(), [7] + rng.integers(0, 256, 784).tolist()]
-        (d / "data.csv").write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
-        x = np.asarray(rows[0][1:], np.float64) / 255.0
-        nets, props = {}, {}
-        for kind in NETWORK_OPERATORS:
-            nets[kind] = network(kind, d / f"{kind}.onnx")
-            props[kind] = robustness_vnnlib(d / f"{kind}.vnnlib", np.clip(x - 0.01, 0, 1), np.clip(x + 0.01, 0, 1), 3)
+        data, prop = two_images(d, seed=5)  # every network has MNIST's input and 10 outputs: one property for all
+        nets = {kind: network(kind, d / f"{kind}.onnx") for kind in NETWORK_OPERATORS}
+        props = {kind: prop for kind in NETWORK_OPERATORS}
         cfs = {}
         for i, (name, m) in enumerate(MUTANTS.items()):
             cfs[name] = d / f"mutant_{i}.cf"
             cfs[name].write_text(m.text())
-        yield {"dir": d, "csv": d / "data.csv", "nets": nets, "props": props, "cfs": cfs}
+        yield {"dir": d, "csv": data, "nets": nets, "props": props, "cfs": cfs}
 
 
 def run_main(capsys, *args):

@@ -6,7 +6,6 @@ certification, however many layers."""
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 import torch
 from onnx import helper
