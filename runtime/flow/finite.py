@@ -55,7 +55,7 @@ def finite_flag(store, names: list[str], batch: int) -> torch.Tensor:
         return torch.zeros(())
     if any(p.shape[0] != batch for p in parts):
         parts = [p.reshape(1, -1) for p in parts]
-    return torch.cat(parts, 1).mul(0).sum()
+    return torch.cat(parts, 1).mul_(0).sum()  # in place: the concatenation is this function's own buffer
 
 
 def is_finite(flag: torch.Tensor) -> bool:
