@@ -55,7 +55,7 @@ out = {"certified": int(res.certified.sum()), "correct": int(res.correct.sum()),
        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 if res.batch_size != int(batch):  # a batch ran out of memory and was split
     out["batch_used"] = res.batch_size
-print(json.dumps(out))
+print(json.dumps(out, allow_nan=False))
 """
 
 
@@ -138,7 +138,7 @@ def main() -> int:
                 else:
                     print(f"{cert:11s} {net:32s} {mode:7s} {r['status']}: {r.get('error', '')}", flush=True)
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+                Path(args.out).write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {args.out}")
     return 0
 

@@ -99,7 +99,7 @@ def main() -> int:
             print(f"{cert_name:10s} {net_name:28s} {row['certified_f64']:8d} {row['certified_f32']:8d} {d64:12.2e} "
                   f"{d32:12.2e} {t_cpu:9.2f} {t64:9.3f} {t32:9.3f}  {verdict}", flush=True)
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
+            Path(args.out).write_text(json.dumps({"meta": meta, "runs": rows}, indent=1, allow_nan=False) + "\n")
     print(f"wrote {args.out}")
     return 0 if ok_all else 2
 

@@ -107,7 +107,7 @@ def times_only(args) -> None:
                      "seconds_widened_float32": wide, "time_ratio": wide / raw})
         print(f"{net_name:30} {name:10} raw {raw:.4f} s  widened {wide:.4f} s  ratio {wide / raw:.2f}", flush=True)
     Path(args.out).write_text(json.dumps({"meta": {"torch": torch.__version__, "threads": torch.get_num_threads(),
-                                                    "device": "cpu"}, "rows": rows}, indent=1) + "\n")
+                                                    "device": "cpu"}, "rows": rows}, indent=1, allow_nan=False) + "\n")
 
 
 def main() -> None:
@@ -172,7 +172,7 @@ def main() -> None:
                   f"{t_raw:7.3f} {t_wide:7.3f} {row['time_ratio']:6.2f}", flush=True)
     meta = {"torch": torch.__version__, "threads": torch.get_num_threads(), "device": "cpu",
             "note": "violations: bounds beaten by a float64 concrete execution by more than tol relative"}
-    Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -283,7 +283,7 @@ def main(argv=None):
                 dense_gflop_cap=args.dense_gflop_cap, dense_mem_cap_gb=args.dense_mem_cap_gb)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(dict(meta=meta, results=results, table=table), f, indent=1)
+        json.dump(dict(meta=meta, results=results, table=table), f, indent=1, allow_nan=False)
     print(f"wrote {args.out}")
 
 

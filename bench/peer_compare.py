@@ -331,7 +331,7 @@ def main() -> int:
         results["runs"] += run_row(row, [c for c in certifiers if c in row.certifiers], device, args.repeat, args.n,
                                    args.dense_reference_max)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1) + "\n")
+        out.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {out}")
     return 0
 

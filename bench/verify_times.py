@@ -54,7 +54,7 @@ def main() -> None:
     meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "prover_version": PROVER_VERSION,
             "cpu_count": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-    Path(args.out).write_text(json.dumps({"meta": meta, "runs": rows}, indent=1) + "\n")
+    Path(args.out).write_text(json.dumps({"meta": meta, "runs": rows}, indent=1, allow_nan=False) + "\n")
 
 
 if __name__ == "__main__":

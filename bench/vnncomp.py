@@ -159,7 +159,7 @@ def main() -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
                                           "timeout_override_s": args.timeout, "split": args.split,
-                                          "reference": args.reference, "benchmarks": results}, indent=1) + "\n")
+                                          "reference": args.reference, "benchmarks": results}, indent=1, allow_nan=False) + "\n")
     return 0
 
 

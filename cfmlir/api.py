@@ -52,14 +52,17 @@ def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API
         spec = str(spec)
     if not isinstance(spec, str):
         raise TypeError(f"compile() takes a certifier name, path or source text, not {type(spec).__name__}")
+    shipped = False  # a path or source text is a user's certifier (proved before a verdict)
     if _is_source_text(spec):
         text, file, name = spec, INLINE_FILE, Path(INLINE_FILE).stem
     else:
         text, file = load_certifier_source(spec)
         name = spec if file != spec else Path(file).stem
+        shipped = file != spec
     t0 = time.perf_counter()
     c = compile_certifier_cached(text, file, pipeline_for(rewrite))
-    return Certifier(name, text, file, bool(rewrite), c.certifier, c.cache_hit, time.perf_counter() - t0)
+    return Certifier(name, text, file, bool(rewrite), c.certifier, c.cache_hit, time.perf_counter() - t0,
+                     shipped=shipped)
 
 
 @dataclass
@@ -173,7 +176,9 @@ class Result:
     ``certified`` ``[N]`` bool: correctly classified and every other margin's lower bound > 0;
     ``correct`` ``[N]`` bool; ``layer_bounds``: ``{layer: (lower [N, n], upper [N, n])}`` of every layer
     but the input (the last is the margin layer, its own column not zeroed) or None; ``times``
-    (``analysis_s``); ``batch_size``: the one used (smaller than asked when a batch ran out of memory)."""
+    (``analysis_s``); ``batch_size``: the one used (smaller than asked when a batch ran out of memory);
+    ``proof``: the :class:`cfmlir.proof_gate.Proof` of the rules the analysis ran (``proof.proved``:
+    ``"shipped"``, True, or False when some rule is ``unknown``)."""
 
     margin_lb: Any
     margin_ub: Any
@@ -182,23 +187,26 @@ class Result:
     layer_bounds: dict | None
     times: dict
     batch_size: int
+    proof: Any = None
 
 
 @dataclass
 class VnnlibResult:
     """What :func:`certify` found for a VNN-LIB property: ``verdict`` ``unsat`` (every disjunct refuted) or
     ``unknown`` (no counterexample search is run here; ``cf-run --vnnlib`` does one), the constraint rows'
-    bounds per input region, ``times``."""
+    bounds per input region, ``times``, ``proof`` (as :attr:`Result.proof`)."""
 
     verdict: str
     row_lb: list
     row_ub: list
     times: dict
+    proof: Any = None
 
 
 def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
             batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True,
-            check=None, on_batch=None, on_shrink=None, ray=None):
+            check=None, on_batch=None, on_shrink=None, ray=None, require_proof: bool = False,
+            proof_timeout: float | None = None, proof=None):
     """Analyse ``network`` with ``certifier`` for ``prop``, ``batch_size`` boxes at a time (halved when a
     batch runs out of memory).  ``engine``: ``"compiled"``, ``"interpreter"`` or an engine object with
     ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
@@ -213,18 +221,30 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
 
     ``ray``: None (this process), or a Ray cluster's address (``"local"``/True: a local one), which
     analyses the batches of a robustness property as Ray tasks (:mod:`cfmlir.distributed`, the extra
-    ``cfmlir[ray]``); the result is the one this process would give."""
+    ``cfmlir[ray]``); the result is the one this process would give.
+
+    The proof gate (:mod:`cfmlir.proof_gate`): before any analysis, a certifier that is not a shipped one
+    given by name has the rules this network makes it run proved (``proof_timeout`` seconds per rule,
+    default 20; cached).  A rule with a counterexample raises
+    :class:`~cfmlir.proof_gate.UnsoundCertifierError` (no result); an ``unknown`` rule is a
+    :class:`~cfmlir.proof_gate.ProofWarning` and ``result.proof.proved`` is False, or, with
+    ``require_proof=True``, :class:`~cfmlir.proof_gate.UnprovedCertifierError`.  ``proof``: a
+    :class:`~cfmlir.proof_gate.Proof` the caller already made for this certifier and network (then
+    ``certifier`` may be None, with an engine object)."""
     from cfruntime.properties import VnnlibProperty
 
     if not isinstance(batch_size, int) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    net = _raw(network)
+    proof = _gate(certifier, net, proof, require_proof, proof_timeout)
     options = {"device": device, "dtype": dtype, "widen": widen, "sparse": sparse}
     eng = engine_for(certifier, engine, **options) if isinstance(engine, str) else engine
-    net = _raw(network)
     timer = _CheckTimer(check)
     t0 = time.perf_counter()
     if isinstance(prop, VnnlibProperty):
-        return _certify_vnnlib(eng, net, prop, t0, timer)
+        res = _certify_vnnlib(eng, net, prop, t0, timer)
+        res.proof = proof
+        return res
     if ray is not None and ray is not False:
         from cfmlir.distributed import ray_bounds
 
@@ -239,7 +259,31 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
             eng, net, prop.lb, prop.ub, prop.C, batch_size, device=device,
             with_layers=layer_bounds or check is not None, keep_layers=layer_bounds,
             on_slice=_slice_hooks(net, prop, device, timer, on_batch, local=True), on_shrink=on_shrink)
-    return _robustness_result(net, prop, lower, upper, layers, used, t0, timer)
+    res = _robustness_result(net, prop, lower, upper, layers, used, t0, timer)
+    res.proof = proof
+    return res
+
+
+def _gate(certifier, net, proof, require: bool, timeout):
+    """The proof gate of :func:`certify`: the certifier's :class:`~cfmlir.proof_gate.Proof` for ``net``
+    (``proof`` when the caller made it), enforced; an unproved one is also a ``ProofWarning``."""
+    from cfmlir import proof_gate
+
+    if proof is None:
+        if not isinstance(certifier, Certifier):
+            raise ValueError("certify() proves the certifier's rules before answering: pass the Certifier "
+                             "(cfmlir.compile(...)), also with an engine object")
+        proof = proof_gate.proof_for(certifier, net, timeout=timeout, require=require)
+        line = proof.warning()
+        if line is not None:
+            warnings.warn(line.removeprefix("warning: "), proof_gate.ProofWarning, stacklevel=3)
+        return proof
+    if not proof.shipped and proof_gate.operators_of(net) - proof.operators:
+        raise ValueError("certify(proof=...) was made for a network with other layer kinds")
+    if isinstance(certifier, Certifier) and (proof.shipped != proof_gate.is_shipped(certifier) or (
+            not proof.shipped and proof.spec_hash != proof_gate.spec_hash(certifier.text))):
+        raise ValueError("certify(proof=...) was made for another certifier")
+    return proof_gate.enforce(proof, require)
 
 
 class _CheckTimer:

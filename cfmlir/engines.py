@@ -117,15 +117,19 @@ class InterpreterEngine:
         import torch
 
         from cfmlir.interpreter.run import analyze
+        from cfruntime.flow.finite import check_layer_rows
 
         lb, ub = _boxes(network, lb, ub)
         lows, highs, per_layer = [], [], {}
+        names = (self.program.lower_member, self.program.upper_member)
         for r in range(lb.shape[0]):
             res = analyze(self.program, network, lb[r], ub[r], sample=r)
+            bounds = res.layer_bounds()
+            check_layer_rows(network, bounds, sample=r, member_names=names)  # a NaN or inf bound is an error
             lows.append(res.lower)
             highs.append(res.upper)
             if with_layers:
-                for k, (lo, hi) in res.layer_bounds().items():
+                for k, (lo, hi) in bounds.items():
                     if k > 0:  # the input layer is the box itself
                         per_layer.setdefault(k, ([], []))[0].append(lo)
                         per_layer[k][1].append(hi)
@@ -141,7 +145,9 @@ class Certifier:
     """A compiled certifier: ``compiled`` (the compiled engine's
     :class:`~cfruntime.flow.engine.CompiledCertifier`), its source ``text`` and ``file``, the ``rewrite``
     flag it was compiled with and whether the compile cache was hit; :attr:`program` is the reference
-    interpreter's program of the same source (built on first use)."""
+    interpreter's program of the same source (built on first use).  ``shipped``: made from a shipped
+    certifier's name (its rules are proved by the test suite, :mod:`cfmlir.proof_gate`; a path or source
+    text is a user's certifier, proved before every verdict)."""
 
     name: str
     text: str
@@ -151,6 +157,7 @@ class Certifier:
     cache_hit: bool | None = None
     compile_s: float = 0.0
     _program: Any = field(default=None, repr=False)
+    shipped: bool = False
 
     @property
     def program(self):

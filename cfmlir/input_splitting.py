@@ -14,8 +14,11 @@ constraint rows ``A y`` move along it; the widest dimension where that gradient 
 
 The halves of a box cover it (both contain the midpoint), and each is bounded by the same sound
 certifier, so no pending box left means the property holds on every region (``unsat``).  The search
-stops ``unknown`` when the next round would pass ``max_boxes`` analysed boxes or the deadline (a
-round is predicted to take twice the last one: it has at most twice the boxes).  The split dimension
+stops ``unknown`` when the next round would pass ``max_boxes`` analysed boxes or end after the deadline:
+a round's time is predicted from the last one's per half (:func:`predicted_round_s`: the last round's
+seconds scaled by the ratio of the halves), so the time there is is used up to the last round that fits.
+(A round that overruns costs nothing: the caller's deadline ends it -- ``cf-run`` kills the analysis at the
+time limit, ``timeout`` instead of ``unknown`` -- and a counterexample found early in it still answers.)  The split dimension
 only steers the search; which one is chosen never affects soundness.
 """
 
@@ -31,6 +34,15 @@ import torch
 AUTO_MAX_FREE_INPUTS = 16
 #: rows of ``A`` whose gradients steer the split (more rows: the first these many)
 _GRADIENT_ROWS = 16
+
+
+def predicted_round_s(last_round_s: float, last_halves: int, halves: int) -> float:
+    """The predicted seconds of a round of ``halves`` halves after one of ``last_halves`` that took
+    ``last_round_s``: linear in the halves (batching makes a round cheaper per half, never dearer, so this
+    does not underestimate); 0 before the first round."""
+    if last_halves <= 0:
+        return 0.0
+    return last_round_s * max(halves, 1) / last_halves
 
 
 @dataclass
@@ -107,13 +119,13 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
         if not ok:
             pending[ri] = (torch.from_numpy(reg.lb).reshape(1, -1).to(torch.float64),
                            torch.from_numpy(reg.ub).reshape(1, -1).to(torch.float64))
-    boxes = rounds = 0
+    boxes = rounds = last_count = 0
     last_round_s = 0.0
     while pending:
         count = 2 * sum(lb.shape[0] for lb, _ in pending.values())
         if boxes + count > max_boxes:
             return SplitOutcome("unknown", boxes, rounds, "box limit")
-        if deadline is not None and time.monotonic() + 2.2 * last_round_s > deadline:
+        if deadline is not None and time.monotonic() + predicted_round_s(last_round_s, last_count, count) > deadline:
             return SplitOutcome("unknown", boxes, rounds, "deadline")
         t0 = time.monotonic()
         rounds += 1
@@ -145,5 +157,5 @@ def decide_by_splitting(eng, net, prop, verified: list[bool], *, max_boxes: int,
             if bool(keep.any()):
                 after[ri] = (clb[keep], cub[keep])
         pending = after
-        last_round_s = time.monotonic() - t0
+        last_round_s, last_count = time.monotonic() - t0, count
     return SplitOutcome("unsat", boxes, rounds)

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: writing a verdict must not cost its import
+    import numpy as np
 
 #: the verdicts of a result file
 VERDICTS = ("unsat", "sat", "unknown", "timeout", "error")
@@ -51,6 +53,8 @@ class Counterexample:
 def _float32_in_box(x: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray | None:
     """``x`` rounded to float32, nudged by one float32 step back into ``[lb, ub]`` where rounding left
     it; None when some coordinate has no float32 value in its interval."""
+    import numpy as np
+
     x32 = np.clip(x, lb, ub).astype(np.float32)
     low = x32.astype(np.float64) < lb
     x32[low] = np.nextafter(x32[low], np.float32(np.inf))
@@ -66,6 +70,7 @@ def confirm_counterexample(network, prop, region: int, x) -> Counterexample | No
     """The counterexample at (a float32 rounding of) ``x`` in ``prop.regions[region]``, confirmed by
     evaluating ``network`` in float64; None when neither the rounded nor the given point lies in the
     box and violates the property."""
+    import numpy as np
     import torch
 
     from cfruntime.properties.vnnlib import output_in_disjunct

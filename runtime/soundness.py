@@ -13,7 +13,9 @@ box and reports every value outside its claimed bounds:
    that a sample reached, such as a dead ReLU's 0, come last).
 
 A violation means the bounds are unsound (or the network the bounds were
-computed for differs from ``network``).  :func:`vnnlib_counterexample`
+computed for differs from ``network``).  A NaN bound, or a NaN value, is always a
+violation (by an infinite excess): a comparison with NaN is false, and "no value
+below NaN" must never read as "no violation".  :func:`vnnlib_counterexample`
 searches for a concrete input that satisfies a VNN-LIB disjunct (``sat``).
 """
 
@@ -44,12 +46,18 @@ class Violation:
 
     @property
     def excess(self) -> float:
-        return (self.bound - self.value) if self.side == "lower" else (self.value - self.bound)
+        e = (self.bound - self.value) if self.side == "lower" else (self.value - self.bound)
+        return math.inf if math.isnan(e) else e
 
     def __str__(self) -> str:
         rel = "<" if self.side == "lower" else ">"
         return (f"layer {self.layer} neuron {self.neuron} sample {self.sample}: value {self.value:.9g} {rel} "
                 f"{self.side} bound {self.bound:.9g} (by {self.excess:.3g}, found by {self.source})")
+
+
+def _nan_is_violation(excess: torch.Tensor) -> torch.Tensor:
+    """``excess`` with NaN (a NaN bound or value, or a lower bound of +inf / upper of -inf) as +inf."""
+    return torch.nan_to_num(excess, nan=math.inf, posinf=math.inf, neginf=-math.inf)
 
 
 def _batched(t, batch: int, size: int, what: str) -> torch.Tensor:
@@ -108,6 +116,7 @@ class _Tracker:
         th = self.tol * hi.abs().clamp(min=1.0)
         code = _SOURCES.index(source)
         for side, excess, bound in (("lower", lo - tl - vals, lb), ("upper", vals - hi - th, ub)):
+            excess = _nan_is_violation(excess)
             bad_rows = (excess > 0).any(dim=1)
             if not bool(bad_rows.any()):
                 continue
@@ -142,7 +151,7 @@ class _Tracker:
             s_i, c_i = idx[:, 0], idx[:, 1]
             value = st["value"][s_i, c_i]
             bound = st["bound"][s_i, c_i].to(torch.float64)
-            exc = (bound - value) if side == "lower" else (value - bound)
+            exc = _nan_is_violation((bound - value) if side == "lower" else (value - bound))
             per_layer.setdefault(layer, []).append((side, st, s_i, c_i, value, bound, exc))
         out = []
         for layer, parts in per_layer.items():
@@ -254,7 +263,8 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
 
     ``input_lb/input_ub``: ``[B, *input_shape]`` (or one box).  ``layer_bounds``:
     ``{layer_index: (lb, ub)}`` with ``[B, size]`` (or ``[size]``) tensors;
-    ``-inf``/``inf`` entries are unchecked.  ``margin_bounds``: ``(lb, ub)``
+    a lower bound ``-inf`` or an upper bound ``inf`` holds for every value; a NaN bound
+    is violated by every value.  ``margin_bounds``: ``(lb, ub)``
     ``[B, K]`` of the margins ``C[b] @ y`` with ``C`` ``[B, K, out]`` or ``[K, out]``
     (``y`` = the output layer of ``network``).  A value is a violation if it is
     below ``lb - tol*max(1,|lb|)`` or above ``ub + tol*max(1,|ub|)``.

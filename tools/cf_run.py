@@ -35,8 +35,8 @@ A property one pass leaves ``unknown`` is split over its input box (``--split au
 VNN-COMP mode (:mod:`cfmlir.tools.instances`, :mod:`cfruntime.results`): ``--results FILE``
 writes the competition's result file (the verdict ``unsat``/``sat``/``unknown``/``timeout``/``error``
 on the first line; for ``sat`` the confirmed counterexample ``((X_0 v) ... (Y_0 v) ...)``);
-``--timeout S`` runs the instance in a child process that is killed after ``S`` seconds (the verdict
-is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`` of a benchmark's
+``--timeout S`` runs the instance in a child process that is killed before ``S`` seconds have passed since
+cf-run's process started (the verdict is then ``timeout``); ``--instances CSV`` runs every line ``onnx,vnnlib,timeout`` of a benchmark's
 ``instances.csv`` and ``--results OUT.csv`` then gets one line ``onnx,vnnlib,verdict,seconds`` per
 instance (the result files go to the folder ``OUT_results``).
 
@@ -70,8 +70,15 @@ tolerance, the seconds, the violations per layer), ``"violations"`` (the worst o
 byte-identical copy of one) counts as a user's certifier.  The check is empirical: finding no
 violation does not prove a certifier sound.
 
-Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file) is
-one line ``error: ...`` on stderr and exit status 1; never a traceback.
+Proof gate (:mod:`cfmlir.proof_gate`, docs/trust.md): a certifier given as a ``.cf`` file has the rules this
+network runs proved sound before any analysis (``--proof-timeout S`` per rule, cached); a counterexample is
+exit status 3 with ``error: FILE:LINE:COL: rule T.Op is unsound: ...`` and no verdict (a result file says
+``unknown``); an ``unknown`` rule is one warning and ``"proved": false`` (``--require-proof``: exit 3).  The
+JSON says ``"proved"`` (``true``, ``false`` or ``"shipped"``) and, for a ``.cf`` file, ``"proof"``.
+
+Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file, a
+non-finite bound: :mod:`cfruntime.flow.finite`) is one line ``error: ...`` on stderr and exit status 1; never a
+traceback.  Every JSON is strict (no ``NaN``/``Infinity``).
 """
 
 from __future__ import annotations
@@ -82,7 +89,8 @@ import time
 from pathlib import Path
 
 from cfmlir.tools.run_args import DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_preprocessing_flags, parse_eps, parse_timeout
-from cfmlir.tools.run_setup import LoadedProgram, api_certifier, check_status, engine_label, error_line, is_internal_error, load_network_file, load_program, parse_check, write_json
+from cfmlir.tools.run_setup import (LoadedProgram, api_certifier, check_status, engine_label, error_line, exit_status_of,
+                                    is_internal_error, load_network_file, load_program, parse_check, run_proof, write_json)
 from cfmlir.tools.vnnlib_mode import finish_vnnlib, vnnlib_instance, write_results_file
 
 
@@ -97,7 +105,6 @@ def _progress(it, total: int, quiet: bool, desc: str):
 
 
 def run(args) -> int:
-    start = time.perf_counter()
     if args.batch_size is not None and args.batch_size <= 0:
         raise UsageError(f"--batch-size must be positive, got {args.batch_size}")
     if args.engine == "interpreter" and (args.no_sparse or args.no_rewrite):
@@ -143,7 +150,7 @@ def run(args) -> int:
         from cfmlir.tools.instances import run_with_timeout
 
 
-        return run_with_timeout(args, start)
+        return run_with_timeout(args, args.start)
 
 
     defaults_mode = args.net is None and args.data is None and args.vnnlib is None
@@ -240,8 +247,12 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
 
 
     interpreter = args.engine == "interpreter"  # float64 on the CPU, whatever --device/--dtype say
+    proof = run_proof(args, loaded, certifier, network)  # before any analysis: a refuted rule ends the run here
+    warning = proof.warning()
+    if warning is not None:
+        print(warning, file=sys.stderr)
     with _ray_session(args):
-        res = api.certify(api_certifier(args, loaded, certifier), network, prop, engine=args.engine,
+        res = api.certify(api_certifier(args, loaded, certifier), network, prop, engine=args.engine, proof=proof,
                           device="cpu" if interpreter else args.device, dtype="float64" if interpreter else args.dtype,
                           widen=None if interpreter else WIDEN[args.widen], sparse=not args.no_sparse,
                           batch_size=args.batch_size, layer_bounds=want_layers, check=check, on_batch=on_batch,
@@ -266,6 +277,7 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
         "margin_lb": mlb,
         "margin_ub": mub,
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
+        **proof.json(),
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if interpreter else res.batch_size}
@@ -293,32 +305,39 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
     return check_status(check)
 
 
-def _results_on_error(args) -> None:
-    """A single VNN-LIB run that failed still leaves its result file: ``error``."""
+def _results_on_error(args, e: BaseException) -> None:
+    """A single VNN-LIB run that failed still leaves its result file: ``error`` (``unknown`` when the
+    certifier's proof failed: :mod:`cfmlir.proof_gate`)."""
     if getattr(args, "results", None) and getattr(args, "vnnlib", None) is not None and getattr(args, "instances", None) is None:
         try:
-            write_results_file(args.results, "error")
+            write_results_file(args.results, getattr(e, "result_verdict", "error"))
         except UsageError:
             pass
 
 
 def main(argv: list[str] | None = None) -> int:
+    from cfmlir.tools.deadline import process_start
+
+    # --timeout counts from the process's start on the command line (as VNN-COMP measures), from this call
+    # when called with arguments (in a process that may be running for long)
+    start = process_start() if argv is None else time.monotonic()
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # for the JSON's provenance
+    args.start = start
     try:
         return run(args)
     except KeyboardInterrupt as e:
         print(error_line(e), file=sys.stderr)
-        _results_on_error(args)
+        _results_on_error(args, e)
         return 130
     except Exception as e:  # noqa: BLE001 - never show a traceback to a user
         if os.environ.get("CF_RUN_TRACEBACK") and is_internal_error(e):
             raise
         print(error_line(e), file=sys.stderr)
-        _results_on_error(args)
-    return 1
+        _results_on_error(args, e)
+        return exit_status_of(e)
 
 
 if __name__ == "__main__":  # pragma: no cover

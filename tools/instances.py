@@ -12,12 +12,18 @@ CUDA graph capture leaves the stream in capture mode.  The worker dies with its 
 (``PR_SET_PDEATHSIG`` on Linux) and ignores Ctrl-C (the parent stops it).
 
 * ``cf-run --vnnlib P --timeout S`` (:func:`run_with_timeout`): the ``S`` seconds count from the start
-  of ``cf-run``, the worker's start-up (torch import, certifier compilation) included, so the whole
-  command ends within about ``S`` seconds.
+  of the ``cf-run`` process (:func:`cfmlir.tools.deadline.process_start`, as the competition measures:
+  Python's own start-up included), the worker's start-up (torch import, certifier compilation) too.
+  The parent kills the worker :data:`EXIT_RESERVE_S` before the limit (what is left: killing it, writing
+  the result file and the JSON, and the process's exit), so the whole command ends within the limit; the
+  parent never imports torch or numpy (their imports would take seconds from the worker's).
 * ``cf-run --instances CSV`` (:func:`run_instances`): one worker serves all instances; each instance's
   clock starts when the prepared worker gets it (loading the ONNX and VNN-LIB files, the analysis and
   the counterexample search count), as VNN-COMP's ``prepare_instance.sh`` / ``run_instance.sh`` split
-  does; the start-ups (once, and again after each timeout) are reported apart.
+  does; the start-ups (once, and again after each timeout) are reported apart.  A user's certifier has
+  its rules for the instance's network proved first (:mod:`cfmlir.proof_gate`, cached), outside the
+  instance's clock like the compilation: a proof longer than an instance's limit would otherwise be
+  killed with it, again and again.
 
 **instances.csv** (VNN-COMP's format): one instance per line, ``onnx,vnnlib,timeout`` -- paths relative
 to the CSV's folder, ``.gz`` files allowed (a path whose file is missing but whose ``.gz`` exists reads
@@ -52,9 +58,12 @@ from cfmlir.tools import run_args, run_setup, vnnlib_mode
 
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
 PREPARE_LIMIT_S = 600.0
-#: input splitting (``--split``) in a worker stops at this share of the instance's time limit (the rest:
-#: finishing the round that started before it, and replying)
-SPLIT_DEADLINE_SHARE = 0.9
+#: seconds before the limit at which the parent stops waiting and kills the worker (then: the verdict
+#: ``timeout`` written, the process's exit)
+EXIT_RESERVE_S = 0.25
+#: seconds before the parent's kill by which the worker answers on its own: input splitting
+#: (``--split``) starts no round it predicts to end later (:mod:`cfmlir.input_splitting`)
+REPLY_RESERVE_S = 0.25
 #: columns of an instances.csv line
 CSV_COLUMNS = ("onnx", "vnnlib", "timeout")
 
@@ -162,7 +171,9 @@ class Outcome:
     out: dict | None = None  # cf-run's JSON object of the instance (None for timeout and error)
     lines: list[str] = field(default_factory=list)  # its summary lines
     check_error: str | None = None  # the error line of an unsound --check
-    message: str | None = None  # the error line, for error
+    message: str | None = None  # the error line, for error (and for unknown when the certifier's proof failed)
+    warning: str | None = None  # the proof's warning line (rules the prover left unknown)
+    exit_status: int = 0  # of the error (3: the certifier's proof failed, cfmlir.proof_gate)
 
 
 def _die_with_parent() -> None:
@@ -179,48 +190,64 @@ def _die_with_parent() -> None:
 
 
 def _worker_main(conn, args) -> None:
-    """The worker: compile the certifier, then answer ``("run", net, vnnlib)`` requests until ``("stop",)``."""
+    """The worker: compile the certifier, then answer ``("prove", net)`` (the proof gate for that network's
+    rules, :mod:`cfmlir.proof_gate`) and ``("run", net, vnnlib, kill_at)`` requests until ``("stop",)``."""
     import os
     import signal
 
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
 
-    def failed(e: BaseException) -> str:
+    def failed(e: BaseException) -> tuple:
         if os.environ.get("CF_RUN_TRACEBACK") and run_setup.is_internal_error(e):
             import traceback
 
             traceback.print_exc()
-        return run_setup.error_line(e)
+        return ("failed", run_setup.error_line(e), run_setup.exit_status_of(e), getattr(e, "result_verdict", "error"))
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     try:
         loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))
     except BaseException as e:  # noqa: BLE001 - reported to the parent
-        conn.send(("failed", failed(e)))
+        conn.send(failed(e))
         return
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             return
+        if msg[0] == "prove":
+            conn.send(_prove_for(args, loaded, certifier, msg[1], failed))
+            continue
         if msg[0] != "run":
             return
-        _, net, vnnlib, limit = msg
+        _, net, vnnlib, kill_at = msg
         a = copy.copy(args)
         a.net, a.vnnlib, a.instances, a.json, a.results, a.timeout = net, vnnlib, None, None, None, None
-        # input splitting stops by itself before the parent's kill (a reply takes well under a second)
-        a.split_deadline = time.monotonic() + SPLIT_DEADLINE_SHARE * limit - 0.5
+        # input splitting stops by itself before the parent's kill (time.monotonic is the machine's clock)
+        a.split_deadline = kill_at - REPLY_RESERVE_S
         try:
             check = run_setup.parse_check(a)
-            out, lines, check_error = vnnlib_mode.vnnlib_instance(a, loaded, certifier, check)
-            reply = ("done", out, lines, check_error)
+            reply = ("done", *vnnlib_mode.vnnlib_instance(a, loaded, certifier, check))
         except BaseException as e:  # noqa: BLE001 - reported to the parent
-            reply = ("failed", failed(e))
+            reply = failed(e)
         sys.stdout.flush()
         sys.stderr.flush()
         conn.send(reply)
+
+
+def _prove_for(args, loaded, certifier: str, net: str, failed) -> tuple:
+    """The worker's answer to ``("prove", net)``: ``("proved",)`` or ``failed``'s reply (a refuted rule: exit
+    status 3; a network that does not load: its error)."""
+    try:
+        a = copy.copy(args)
+        a.net = net
+        network, _prep = run_setup.load_network_file(Path(net), a)
+        run_setup.run_proof(a, loaded, certifier, network)
+        return ("proved",)
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        return failed(e)
 
 
 class Worker:
@@ -236,10 +263,10 @@ class Worker:
         child.close()
         self.compile_s: float | None = None
 
-    def _answer(self, limit: float):
-        """The worker's next message, or :class:`WorkerTimeout` after ``limit`` seconds (the worker is
-        then killed); a worker that died answers ``("failed", <why>)``."""
-        if not self.conn.poll(max(limit, 0.0)):
+    def _answer(self, until: float):
+        """The worker's next message, or :class:`WorkerTimeout` at :func:`time.monotonic` time ``until``
+        (the worker is then killed); a worker that died answers ``("failed", <why>, ...)``."""
+        if not self.conn.poll(max(until - time.monotonic(), 0.0)):
             self.kill()
             raise WorkerTimeout()
         try:
@@ -249,33 +276,51 @@ class Worker:
             code = self.proc.exitcode
             how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
             self.kill()
-            return ("failed", f"error: the analysis process died ({how}; out of memory?)")
+            return ("failed", f"error: the analysis process died ({how}; out of memory?)", 1, "error")
 
-    def prepare(self, limit: float) -> float:
+    def prepare(self, until: float) -> float:
         """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.run_setup.ReportedError`
-        when it cannot be, :class:`WorkerTimeout` after ``limit`` seconds."""
+        when it cannot be, :class:`WorkerTimeout` at :func:`time.monotonic` time ``until``."""
         from cfmlir.tools.run_setup import ReportedError
 
-        msg = self._answer(limit)
+        msg = self._answer(until)
         if msg[0] != "ready":
             self.kill()
-            raise ReportedError(msg[1])
+            raise ReportedError(*msg[1:])
         self.compile_s = msg[1]
         return self.compile_s
 
-    def run(self, net: Path | None, vnnlib: Path, limit: float) -> Outcome:
-        """Decide one instance within ``limit`` seconds (``net`` None: cf-run's default network)."""
-        t0 = time.perf_counter()
-        self.conn.send(("run", None if net is None else str(net), str(vnnlib), limit))
+    def prove(self, net: Path) -> Outcome | None:
+        """Prove the certifier's rules for ``net`` (:mod:`cfmlir.proof_gate`; cached, so the instance's
+        own run finds them proved) before the instance's clock starts, as its compilation was: None, or the
+        instance's :class:`Outcome` when a rule is refuted or the network does not load."""
+        t0 = time.monotonic()
+        self.conn.send(("prove", str(net)))
         try:
-            msg = self._answer(limit)
+            msg = self._answer(t0 + PREPARE_LIMIT_S)
         except WorkerTimeout:
-            return Outcome("timeout", time.perf_counter() - t0)
-        seconds = time.perf_counter() - t0
+            return Outcome("error", 0.0, message=f"error: the proof of the certifier's rules did not end within "
+                                                 f"{PREPARE_LIMIT_S:g}s", exit_status=1)
+        if msg[0] == "proved":
+            return None
+        _, line, status, verdict = msg
+        return Outcome(verdict, 0.0, message=line, exit_status=status)
+
+    def run(self, net: Path | None, vnnlib: Path, kill_at: float) -> Outcome:
+        """Decide one instance, the worker killed at :func:`time.monotonic` time ``kill_at`` (:func:`kill_time`)
+        when it has not answered (``net`` None: cf-run's default network)."""
+        t0 = time.monotonic()
+        self.conn.send(("run", None if net is None else str(net), str(vnnlib), kill_at))
+        try:
+            msg = self._answer(kill_at)
+        except WorkerTimeout:
+            return Outcome("timeout", time.monotonic() - t0)
+        seconds = time.monotonic() - t0
         if msg[0] == "done":
-            _, out, lines, check_error = msg
-            return Outcome(out["verdict"], seconds, out, lines, check_error)
-        return Outcome("error", seconds, message=msg[1])
+            _, out, lines, check_error, warning = msg
+            return Outcome(out["verdict"], seconds, out, lines, check_error, warning=warning)
+        _, line, status, verdict = msg
+        return Outcome(verdict, seconds, message=line, exit_status=status)
 
     @property
     def alive(self) -> bool:
@@ -298,28 +343,37 @@ class Worker:
         self.kill()
 
 
+def kill_time(limit: float, start: float | None = None) -> float:
+    """When to kill the worker of an instance with ``limit`` seconds from ``start`` (default now):
+    :data:`EXIT_RESERVE_S` before, so that the verdict is written within the limit."""
+    return (time.monotonic() if start is None else start) + limit - EXIT_RESERVE_S
+
+
 # ---------------------------------------------------------------------------------------------
 # cf-run --vnnlib P --timeout S
 # ---------------------------------------------------------------------------------------------
 def run_with_timeout(args, start: float) -> int:
-    """One VNN-LIB instance with a deadline of ``args.timeout`` seconds from ``start``; cf-run's exit status."""
+    """One VNN-LIB instance within ``args.timeout`` seconds of :func:`time.monotonic` time ``start`` (the
+    process's start, :func:`cfmlir.tools.deadline.process_start`); cf-run's exit status."""
 
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
-    deadline = start + args.timeout
-    worker = Worker(args)
-    try:
+    kill_at = kill_time(args.timeout, start)
+    if kill_at <= time.monotonic():  # the time is up already: no worker to start
+        outcome = Outcome("timeout", time.monotonic() - start)
+    else:
+        worker = Worker(args)
         try:
-            worker.prepare(deadline - time.perf_counter())
-            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), deadline - time.perf_counter())
+            worker.prepare(kill_at)
+            outcome = worker.run(Path(args.net) if args.net else None, Path(args.vnnlib), kill_at)
         except WorkerTimeout:
-            outcome = Outcome("timeout", time.perf_counter() - start)
-    finally:
-        worker.close()
-    if outcome.verdict == "error":
-        raise run_setup.ReportedError(outcome.message)
+            outcome = Outcome("timeout", time.monotonic() - start)
+        finally:
+            worker.kill()  # its answer is in: no need to wait for its exit (torch's teardown takes seconds)
+    if outcome.message is not None:
+        raise run_setup.ReportedError(outcome.message, outcome.exit_status or 1, outcome.verdict)
     if outcome.verdict != "timeout":
-        return vnnlib_mode.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error)
-    elapsed = time.perf_counter() - start
+        return vnnlib_mode.finish_vnnlib(args, outcome.out, outcome.lines, outcome.check_error, outcome.warning)
+    elapsed = time.monotonic() - start
     net = args.net
     if net is None:
         from cfruntime.default_data import default_network_path
@@ -361,17 +415,22 @@ def run_instances(args) -> int:
         print(f"certifier {certifier} on {len(instances)} instance(s) of {csv_path} (engine: {run_setup.engine_label(args)})",
               flush=True)
     counts = {v: 0 for v in VERDICTS}
-    rows, unsound = [], 0
+    rows, unsound, refuted, warned = [], 0, 0, set()
     startup = _Startup()
     outcomes = _outcomes_on_ray(args, instances, startup) if getattr(args, "ray", None) is not None \
         else _outcomes_here(args, instances, startup)
     try:
         for k, (inst, limit, outcome) in enumerate(outcomes, start=1):
-            if outcome.verdict == "error" and inst.missing is None:
+            if outcome.message is not None and inst.missing is None:
                 outcome.message = _at_line(outcome.message, csv_path, inst.line)
             counts[outcome.verdict] += 1
             if outcome.message:
                 print(outcome.message, file=sys.stderr, flush=True)
+            if outcome.exit_status == run_args.EXIT_UNSOUND:  # the certifier's proof failed
+                refuted += 1
+            if outcome.warning is not None and outcome.warning not in warned:  # once per run
+                warned.add(outcome.warning)
+                print(outcome.warning, file=sys.stderr, flush=True)
             if outcome.check_error:
                 unsound += 1
                 print(_at_line(outcome.check_error, csv_path, inst.line), file=sys.stderr, flush=True)
@@ -398,13 +457,14 @@ def run_instances(args) -> int:
                                                                    "startup_s": startup_s}})
     if not args.quiet:
         print("verdicts:  " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS))
+        proving = " and proving the certifier's rules" if run_setup.user_certifier(args) else ""
         print(f"time:      {total_s:.3f}s total ({instances_s:.3f}s in the instances, {startup_s:.3f}s starting "
-              f"the analysis process)")
+              f"the analysis process{proving})")
         if out_csv is not None:
             print(f"results:   {out_csv} (result files in {res_dir})")
     if counts["error"]:
         return 1
-    return run_args.EXIT_UNSOUND if unsound else 0
+    return run_args.EXIT_UNSOUND if unsound or refuted else 0
 
 
 @dataclass
@@ -423,6 +483,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
 
+    prove = run_setup.user_certifier(args)
     worker = None
     try:
         for inst in instances:
@@ -434,12 +495,18 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 t0 = time.perf_counter()
                 worker = Worker(args)
                 try:
-                    worker.prepare(PREPARE_LIMIT_S)
+                    worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
                 finally:
                     startup.seconds += time.perf_counter() - t0
-            outcome = worker.run(inst.onnx, inst.vnnlib, limit)
+            outcome = None
+            if prove:  # a user's certifier: its rules for this network proved before the instance's clock starts
+                t0 = time.monotonic()
+                outcome = worker.prove(inst.onnx)
+                startup.seconds += time.monotonic() - t0
+            if outcome is None:
+                outcome = worker.run(inst.onnx, inst.vnnlib, kill_time(limit))
             if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
                 worker.close()
                 worker = None
@@ -482,7 +549,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
         t0 = time.perf_counter()
         worker = Worker(args)
         try:
-            worker.prepare(PREPARE_LIMIT_S)
+            worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
         except WorkerTimeout:
             return RemoteFailure(f"error: the analysis process did not start within {PREPARE_LIMIT_S:g}s")
         except run_setup.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
@@ -490,7 +557,13 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
         finally:
             startup_s = time.perf_counter() - t0
     _RAY_WORKER[:] = [_ray_worker_key(args, cwd), worker]
-    outcome = worker.run(Path(onnx), Path(vnnlib), limit)
+    outcome = None
+    if run_setup.user_certifier(args):  # as without Ray: proved before the instance's clock starts
+        t0 = time.perf_counter()
+        outcome = worker.prove(Path(onnx))
+        startup_s += time.perf_counter() - t0
+    if outcome is None:
+        outcome = worker.run(Path(onnx), Path(vnnlib), kill_time(limit))
     if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
         worker.close()
         _RAY_WORKER[:] = [None, None]
@@ -541,8 +614,10 @@ def _at_line(message: str, csv_path: Path, line: int) -> str:
 # ---------------------------------------------------------------------------------------------
 def prepare_main(argv: list[str] | None = None) -> int:
     """``python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB``: compile the certifier (into the
-    cache, so ``run_instance.sh`` finds it compiled) and check that the network and the property load
-    and match; one ``error:`` line and exit status 1 when they do not.  No analysis."""
+    cache, so ``run_instance.sh`` finds it compiled), check that the network and the property load and
+    match, and prove a user's certifier's rules for this network (:mod:`cfmlir.proof_gate`, cached for
+    ``run_instance.sh``); one ``error:`` line and exit status 1 when they do not load, 3 when a rule is
+    refuted.  No analysis."""
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[0] != "prepare":
@@ -554,15 +629,18 @@ def prepare_main(argv: list[str] | None = None) -> int:
         from cfruntime.properties import parse_vnnlib
 
         args = run_args.build_parser().parse_args(["--certifier", certifier])
-        run_setup.load_program(args, certifier)
+        loaded = run_setup.load_program(args, certifier)
         network, _prep = run_setup.load_network_file(Path(net))
         prop = parse_vnnlib(vnnlib)
         if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
             raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
                                 f"{network.input_size} and {network.output_size}", file=vnnlib)
+        warning = run_setup.run_proof(args, loaded, certifier, network).warning()
+        if warning is not None:
+            print(warning, file=sys.stderr)
     except Exception as e:  # noqa: BLE001 - one line, never a traceback
         print(run_setup.error_line(e), file=sys.stderr)
-        return 1
+        return run_setup.exit_status_of(e)
     return 0
 
 

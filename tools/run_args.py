@@ -34,6 +34,18 @@ def _version() -> str:
     return f"cf-run (cfmlir {v['cfmlir']}) with torch {v['torch']}, onnx {v['onnx']}, xdsl {v['xdsl']}"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, its text made only when asked (reading the distributions' metadata takes a
+    noticeable part of a ``--timeout`` run's start-up)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help="show the versions and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(_version())
+        parser.exit()
+
+
 def _upper(text: str) -> str:
     return str(text).strip().upper()
 
@@ -44,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Certify a network with a ConstraintFlow certifier (local robustness or a VNN-LIB property). "
                     "With no arguments: deeppoly on the shipped MNIST 3x50 net and 10 images at eps 0.005.",
     ))
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("--version", action=_VersionAction)
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER})")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")
@@ -72,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check-tol", default=None, metavar="TOL",
                    help=f"relative tolerance of the check: a value v violates lower bound l if v < l - TOL*max(1,|l|) "
                         f"(default {DEFAULT_CHECK_TOL:g})")
+    p.add_argument("--require-proof", action="store_true",
+                   help="a certifier given as a .cf file whose rules the prover leaves unknown is an error (exit 3) "
+                        "instead of a warning (cfmlir.proof_gate; a rule with a counterexample always is)")
+    p.add_argument("--proof-timeout", default=None, type=_positive_seconds, metavar="S",
+                   help="seconds the prover may spend on each rule of a .cf certifier before calling it unknown "
+                        "(default 20; results are cached)")
     p.add_argument("--json", default=None, metavar="OUT", help="write the results as JSON to OUT")
     p.add_argument("--layer-bounds", action="store_true",
                    help="dataset mode, with --json: add every layer's lower/upper bounds per sample to the JSON "
@@ -120,9 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
 def preprocessing_flags(args) -> dict:
     """The preprocessing fields given on the command line, parsed (None where not given); a bad value
     is a one-line error."""
+    mean, std = getattr(args, "mean", None), getattr(args, "std", None)
+    if mean is None and std is None:  # (the module imports torch: not at a --timeout run's start)
+        return {"mean": None, "std": None, "layout": getattr(args, "layout", None),
+                "flatten_order": getattr(args, "flatten_order", None)}
     from cfruntime.properties.preprocessing import parse_values
 
-    mean, std = getattr(args, "mean", None), getattr(args, "std", None)
     return {"mean": None if mean is None else parse_values(mean, "--mean"),
             "std": None if std is None else parse_values(std, "--std", positive=True),
             "layout": getattr(args, "layout", None), "flatten_order": getattr(args, "flatten_order", None)}
@@ -152,6 +173,17 @@ def _positive_int(text) -> int:
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
     return n
+
+
+def _positive_seconds(text) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        t = float(text)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got '{text}'") from None
+    if not math.isfinite(t) or t <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return t
 
 
 def parse_eps(text) -> float:

@@ -87,7 +87,18 @@ def api_certifier(args, loaded: LoadedProgram, certifier: str):
         name = certifier if file != certifier else Path(file).stem
     compiled = loaded.program if args.engine == "compiled" else None
     program = loaded.program if args.engine == "interpreter" else None
-    return Certifier(name, text, file, not args.no_rewrite, compiled, loaded.cache_hit, loaded.compile_s, program)
+    return Certifier(name, text, file, not args.no_rewrite, compiled, loaded.cache_hit, loaded.compile_s, program,
+                     shipped=not user_certifier(args))
+
+
+def run_proof(args, loaded: LoadedProgram, certifier: str, network):
+    """The proof gate of this run (:func:`cfmlir.proof_gate.proof_for`) for the rules ``network`` makes the
+    certifier run: its :class:`~cfmlir.proof_gate.Proof` (``--proof-timeout``); a refuted rule, or with
+    ``--require-proof`` an unknown one, raises (exit status 3)."""
+    from cfmlir.proof_gate import proof_for
+
+    return proof_for(api_certifier(args, loaded, certifier), network, timeout=getattr(args, "proof_timeout", None),
+                     require=bool(getattr(args, "require_proof", False)))
 
 
 class _SoundnessCheck:
@@ -180,7 +191,7 @@ class _SoundnessCheck:
         return {"unsound": self.unsound, "check": check, "violations": viol}
 
 
-def _user_certifier(args) -> bool:
+def user_certifier(args) -> bool:
     """True when ``--certifier`` is a ``.cf`` file rather than a shipped certifier's name (a path to a
     shipped file, or a byte-identical copy of one, counts as a file)."""
     from cfmlir.certifiers import certifier_names
@@ -204,7 +215,7 @@ def parse_check(args):
             raise UsageError(f"--check-tol must be a number, got '{args.check_tol}'") from None
         if not math.isfinite(tol) or tol < 0:
             raise UsageError(f"--check-tol must be a finite number >= 0, got {args.check_tol}")
-    on = args.check if args.check is not None else _user_certifier(args)
+    on = args.check if args.check is not None else user_certifier(args)
     if not on:
         return None
     return _SoundnessCheck(tol, "region" if args.vnnlib is not None else "sample")
@@ -244,10 +255,27 @@ def load_network_file(net_path: Path, args=None):
 
 
 def write_json(path, obj) -> None:
+    """``obj`` as strict JSON (no ``NaN``/``Infinity``: a non-finite number is an error, nothing written)."""
     try:
-        Path(path).write_text(json.dumps(obj, indent=1) + "\n", encoding="utf-8")
+        text = json.dumps(obj, indent=1, allow_nan=False)
+    except ValueError:
+        raise UsageError(f"cannot write {path}: the results hold a non-finite number at {_non_finite_key(obj)}") from None
+    try:
+        Path(path).write_text(text + "\n", encoding="utf-8")
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _non_finite_key(obj, where: str = "") -> str:
+    """The JSON path (``"a"[3]["b"]``) of the first non-finite float in ``obj``."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return where or "the top level"
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, (list, tuple)) else ()
+    for k, v in items:
+        found = _non_finite_key(v, f"{where}[{json.dumps(k) if isinstance(k, str) else k}]")
+        if found:
+            return found
+    return ""
 
 
 def _one_line(msg: str) -> str:
@@ -256,7 +284,13 @@ def _one_line(msg: str) -> str:
 
 
 class ReportedError(UserError):
-    """An error whose one-line message (``error: ...``) is already formatted (e.g. by a child process)."""
+    """An error whose one-line message (``error: ...``) is already formatted (e.g. by a child process), with
+    the exit status and result-file verdict of the error it reports."""
+
+    def __init__(self, message: str, exit_status: int = 1, result_verdict: str = "error"):
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.result_verdict = result_verdict
 
     @property
     def diagnostic(self) -> str:
@@ -278,6 +312,13 @@ def error_line(e: BaseException) -> str:
         return f"error: out of memory ({_one_line(str(e)) or 'allocation failed'})"
     return (f"error: internal error ({type(e).__name__}): {_one_line(str(e))} "
             "(set CF_RUN_TRACEBACK=1 for details)")
+
+
+def exit_status_of(e: BaseException) -> int:
+    """cf-run's exit status for an error: its own (``exit_status``: 3 for a certifier whose proof failed,
+    :mod:`cfmlir.proof_gate`), else 1."""
+    status = getattr(e, "exit_status", None)
+    return status if isinstance(status, int) and status > 0 else 1
 
 
 def is_internal_error(e: BaseException) -> bool:

@@ -9,17 +9,16 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from cfmlir.tools.run_args import EXIT_UNSOUND, UsageError
-from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, write_json
+from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, run_proof, write_json
 
 
-def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple[dict, list[str], str | None]:
+def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple[dict, list[str], str | None, str | None]:
     """Load ``--net`` and ``--vnnlib`` and decide the property with the certifier ``loaded``: ``(the JSON
-    object, the summary lines, the error line of an unsound check or None)``.  Nothing is printed but the
-    check's report; a ``sat`` verdict always comes with a counterexample the network confirms
-    (``"counterexample"`` in the JSON)."""
+    object, the summary lines, the error line of an unsound check or None, the proof's warning line or
+    None)``.  Nothing is printed but the check's report; a ``sat`` verdict always comes with a
+    counterexample the network confirms (``"counterexample"`` in the JSON).  The certifier's rules for
+    this network are proved first (:mod:`cfmlir.proof_gate`): a refuted rule raises, no verdict."""
     import numpy as np
 
     from cfmlir.tools.provenance import provenance
@@ -41,10 +40,12 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
                             f"{net.input_size} and {net.output_size}", file=args.vnnlib)
     load_s = time.perf_counter() - t0
+    proof = run_proof(args, loaded, certifier, net)  # before any analysis: a refuted rule ends the instance here
     t1 = time.perf_counter()
     from cfmlir.api import certify
 
-    res = certify(None, net, prop, engine=make_engine(args, prog), check=check)  # the engine object runs the certifier
+    # the engine object runs the certifier ``proof`` is about
+    res = certify(None, net, prop, engine=make_engine(args, prog), check=check, proof=proof)
     lows, highs = res.row_lb, res.row_ub
     v = _trusted(res.verdict, check)
     cex = split = None
@@ -67,6 +68,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         "network": str(net_path),
         "vnnlib": str(args.vnnlib),
         "verdict": v,
+        **proof.json(),
         "regions": [{"row_lb": np.asarray(lo).tolist(), "row_ub": np.asarray(hi).tolist()} for lo, hi in zip(lows, highs)],
         "times": {"compile_s": compile_s, "load_s": load_s, "analysis_s": analysis_s},
     }
@@ -85,7 +87,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
              f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
     if check is not None:
         lines.append(f"check:     {check.summary()}")
-    return out, lines, check_error_line(check)
+    return out, lines, check_error_line(check), proof.warning()
 
 
 #: ``--max-boxes`` by default: without a time limit, and under one (where the deadline stops the search)
@@ -116,8 +118,11 @@ def _split(args, prog, net, prop, lows, check):
                                deadline=deadline, device=args.device, check=check)
 
 
-def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) -> int:
-    """Write ``--results`` and ``--json`` of one VNN-LIB instance, print its summary; the exit status."""
+def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None, warning: str | None = None) -> int:
+    """Write ``--results`` and ``--json`` of one VNN-LIB instance, print its summary (and the proof's
+    ``warning``); the exit status."""
+    if warning is not None:
+        print(warning, file=sys.stderr)
     if args.results:
         write_results_file(args.results, out["verdict"], out.get("counterexample"))
     if args.json:
@@ -132,11 +137,14 @@ def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None) ->
 
 
 def write_results_file(path, verdict: str, counterexample: dict | None = None) -> None:
-    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written."""
+    """The VNN-COMP result file (:mod:`cfruntime.results`); a :class:`UsageError` when it cannot be written.
+    (numpy is imported only for a counterexample: a ``--timeout`` run's parent never imports it.)"""
     from cfruntime.results import Counterexample, write_result
 
     cex = None
     if counterexample is not None:
+        import numpy as np
+
         cex = Counterexample(np.asarray(counterexample["x"], dtype=np.float64), np.asarray(counterexample["y"], dtype=np.float64),
                              counterexample["region"], counterexample["disjunct"])
     try:

@@ -22,6 +22,7 @@ import torch
 from cfruntime import contract
 from cfruntime.errors import UserError
 from cfruntime import tensor as gb
+from cfruntime.flow import finite
 from cfruntime.flow import ops as rt
 from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
@@ -115,12 +116,13 @@ class EngineResult:
     lower: torch.Tensor  # [B, n_last]
     upper: torch.Tensor
     store: ShapeStore | None  # every layer's members (None for a replayed CUDA graph)
+    finite: torch.Tensor | None = None  # 0-d: 0 when every stored Float member is finite (cfruntime.flow.finite)
 
 
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
-                  widen: bool | None = None) -> EngineResult:
+                  widen: bool | None = None, check_finite: bool = True) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -144,7 +146,12 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     ``widen=False`` gives the raw low-precision bounds (for measuring the widening's cost);
     ``widen=True`` in float64 gives rigorous float64 bounds (off by default there: float64 bounds are
     compared bit for bit with the reference interpreter's, and their rounding, ~1e-13 relative, is
-    far below float32's)."""
+    far below float32's).
+
+    A NaN or infinite value in any layer's Float members is a
+    :class:`~cfruntime.flow.finite.NonFiniteBoundsError` naming the first such layer (one reduction and
+    one host sync per call, :mod:`cfruntime.flow.finite`; ``check_finite=False``: the caller reads
+    ``result.finite`` itself)."""
     if widen is None:
         widen = widening.widened(dtype)
     if representation is None:
@@ -157,12 +164,18 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
 
         b = lb.shape[0]
         dlb, dub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, device, widen)
-        out = graphed_bounds(lambda *a, **kw: run_certifier(*a, widen=widen, **kw), cert, network, dlb, dub, dtype,
-                             representation, widen)
+        out = graphed_bounds(lambda *a, **kw: run_certifier(*a, widen=widen, check_finite=False, **kw), cert, network,
+                             dlb, dub, dtype, representation, widen)
         if out is not None:
-            return EngineResult(out[0], out[1], None)
+            if check_finite and not finite.is_finite(out[2]):  # located by the eager engine (the graph keeps no store)
+                return run_certifier(cert, network, lb, ub, sparse=sparse, dtype=dtype, device=device,
+                                     representation=representation, graph=False, widen=widen)
+            return EngineResult(out[0], out[1], None, out[2])
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        return _run(cert, network, lb, ub, representation, dtype, device, widen)
+        res = _run(cert, network, lb, ub, representation, dtype, device, widen)
+    if check_finite and not finite.is_finite(res.finite):
+        raise finite.locate(res.store, network, finite.float_members(cert.members), dtype)
+    return res
 
 
 def _box(lb, ub, dtype, device, widen: bool):
@@ -255,7 +268,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
     if bias_errors is not None:  # the input layer's reported bounds: the box, not its centred version
         store.put(0, lo_name, box[0])
         store.put(0, hi_name, box[1])
-    return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store)
+    ok = finite.finite_flag(store, finite.float_members(members), b)
+    return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store, ok)
 
 
 def _last_readers(layers) -> dict[int, list[int]]:

@@ -64,7 +64,7 @@ class _Graph:
         finally:
             if enabled:
                 gc.enable()
-        self.lower, self.upper = res.lower, res.upper
+        self.lower, self.upper, self.finite = res.lower, res.upper, res.finite
 
     def release(self) -> None:
         """Free the captured graph now (not whenever its object is collected)."""
@@ -78,7 +78,7 @@ class _Graph:
             w.copy_(layer.weight)
             b.copy_(layer.bias)
         self.graph.replay()
-        return self.lower.clone(), self.upper.clone()
+        return self.lower.clone(), self.upper.clone(), self.finite.clone()
 
 
 def _key(cert, network: Network, lb, dtype, representation, widen: bool = True) -> tuple:
@@ -92,7 +92,8 @@ def _key(cert, network: Network, lb, dtype, representation, widen: bool = True) 
 
 
 def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation, widen: bool = True):
-    """``(lower, upper)`` of the last layer by replaying the certification's CUDA graph (captured on
+    """``(lower, upper, finite)`` of the last layer (``finite``: the 0-d flag of
+    :func:`cfruntime.flow.finite.finite_flag`) by replaying the certification's CUDA graph (captured on
     first use); None when it cannot be captured (the caller runs the eager engine).  ``widen``: whether
     ``run`` widens low-precision bounds (:mod:`cfruntime.flow.widening`; part of the graph's key)."""
     key = _key(cert, network, lb, dtype, representation, widen)

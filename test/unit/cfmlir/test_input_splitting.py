@@ -131,11 +131,13 @@ def test_check_sees_every_split_batch(case):
 
 
 @pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
-def test_an_unsound_certifier_proves_nothing_by_splitting(case, mutant):
+def test_an_unsound_certifier_proves_nothing_by_splitting(case, mutant, monkeypatch, tmp_path):
     """A mutant certifier's bounds, refuted by the check (on by default for a .cf file), never make an ``unsat``,
-    whether the first pass or the halves are refuted; the exit status says unsound."""
+    whether the first pass or the halves are refuted; the exit status says unsound.  (The prover refutes these
+    mutants before any analysis: here it is made to miss them, :mod:`cftest.proofs`, so that the check is tested.)"""
     from cfmlir.certifiers import certifier_source
     from cftest.mutants import UNSOUND
+    from cftest.proofs import prover_misses
 
     k = [m[0] for m in UNSOUND].index(mutant)
     _, base, old, new, _ = UNSOUND[k]
@@ -143,6 +145,7 @@ def test_an_unsound_certifier_proves_nothing_by_splitting(case, mutant):
     assert old in text
     cf = case["dir"] / f"mutant_{k}.cf"
     cf.write_text(text.replace(old, new))
+    prover_misses(monkeypatch, tmp_path / "cache", text.replace(old, new))
     out = case["dir"] / f"{cf.stem}.json"
     rc = cf_run(["--quiet", "--certifier", str(cf), "--net", str(case["net"]), "--split", "on",
                  "--vnnlib", str(_prop(case, case["holds"], cf.stem)), "--json", str(out)])
@@ -159,3 +162,40 @@ def test_split_dimensions_by_chunks_are_the_same(case):
     ub = lb + torch.rand(10, 2, generator=g, dtype=torch.float64)
     A = torch.ones(1, 1, dtype=torch.float64)
     assert torch.equal(_split_dims(net, A, lb, ub, 3), _split_dims(net, A, lb, ub, 100))
+
+
+def test_a_round_is_predicted_from_the_last_ones_time_per_half():
+    from cfmlir.input_splitting import predicted_round_s
+
+    assert predicted_round_s(0.0, 0, 8) == 0.0  # the first round always starts
+    assert predicted_round_s(2.0, 8, 16) == pytest.approx(4.0)  # twice the halves
+    assert predicted_round_s(2.0, 8, 4) == pytest.approx(1.0)  # half of them verified: shorter
+
+
+class _SlowEngine:
+    """Bounds that never verify anything and take ``per_box`` seconds a box."""
+
+    def __init__(self, per_box: float):
+        self.per_box = per_box
+
+    def bounds(self, mnet, lb, ub, with_layers=False):
+        n = len(lb)
+        time.sleep(self.per_box * n)
+        low = torch.full((n, mnet.layers[-1].size), -1e9, dtype=torch.float64)
+        return low, -low, None
+
+
+def test_splitting_uses_the_time_there_is_and_ends_before_the_deadline(case):
+    """Rounds of 0.04 s a half: the search runs rounds as long as the next one is predicted to fit, stops at
+    the deadline, never after it, and not long before (the next round would not have fitted)."""
+    net = load_onnx(case["net"])
+    prop = parse_vnnlib(_prop(case, case["holds"], "holds_slow"))
+    t0 = time.monotonic()
+    deadline = t0 + 3.0
+    res = decide_by_splitting(_SlowEngine(0.04), net, prop, [False], max_boxes=10 ** 6, deadline=deadline)
+    end = time.monotonic()
+    assert (res.verdict, res.stopped) == ("unknown", "deadline")
+    assert end <= deadline + 0.1, end - deadline
+    # halves per round 2, 4, 8, 16, 32 (0.08 ... 1.28 s, 2.5 s in all): the fifth round (1.28 s predicted after
+    # 1.2 s) fits, the sixth (2.56 s) does not
+    assert res.rounds >= 5 and end - t0 >= 2.3, (res.rounds, end - t0)

@@ -71,3 +71,21 @@ def test_infinite_bounds_are_not_checked_and_shapes_are_validated():
     assert check_bounds(net, lb, ub, {1: (-inf, inf)}) == []
     with pytest.raises(Exception, match="expected"):
         check_bounds(net, lb, ub, {1: (torch.zeros(5), torch.ones(5))})
+
+
+def test_a_nan_bound_is_a_violation_never_no_violation():
+    """``value < NaN`` is false: a NaN bound (or a lower bound of +inf, an upper bound of -inf) must still be
+    reported, by an infinite excess."""
+    ws, bs = random_mlp_weights([4, 3, 2], seed=1)
+    net = network_from_model(mlp_model(ws, bs, "relu"))
+    lb, ub = torch.zeros(4, dtype=torch.float64), torch.ones(4, dtype=torch.float64)
+    inf = torch.full((3,), float("inf"), dtype=torch.float64)
+    lo, hi = -inf.clone(), inf.clone()
+    lo[1] = float("nan")
+    hi[2] = -float("inf")
+    found = check_bounds(net, lb, ub, {1: (lo, hi)}, pgd_steps=0)
+    assert {(v.neuron, v.side) for v in found} == {(1, "lower"), (2, "upper")}
+    assert all(v.excess == float("inf") for v in found)
+    st: dict = {}
+    check_bounds(net, lb, ub, {1: (lo, hi)}, stats=st)
+    assert st["violations"] == 2

@@ -90,7 +90,8 @@ def test_happy_path_json_schema(tmp_path, tiny_net, csv):
     assert "accuracy" in p.stdout and "certified" in p.stdout
     d = json.loads(out.read_text())
     assert set(d) == {"certifier", "network", "eps", "n", "labels", "correct", "certified", "margin_lb", "margin_ub", "times",
-                      "batch_size", "provenance"}
+                      "batch_size", "provenance", "proved"}
+    assert d["proved"] == "shipped"  # a shipped certifier by name: proved by the test suite (docs/trust.md)
     assert set(d["times"]) == {"compile_s", "load_s", "analysis_s"}
     assert d["batch_size"] == {"requested": 100, "used": 100}
     assert d["certifier"] == "deeppoly" and d["eps"] == 0.002 and d["n"] == 2 and d["labels"] == [3, 7]

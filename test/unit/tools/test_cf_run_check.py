@@ -8,7 +8,9 @@ default and passes; ``--no-check`` and shipped certifiers by name keep the old b
 nets (10 images, the evaluation's epsilon), and ReLU/sigmoid/tanh mutants are caught on the shared MLPs.
 
 Most runs call ``main`` in this process (the CLI's own code path, without a new interpreter's start-up);
-the exit status end to end is checked in a subprocess.
+the exit status end to end is checked in a subprocess.  The prover (:mod:`cfmlir.proof_gate`) refutes these
+mutants before any analysis; here it is made to miss them (:mod:`cftest.proofs`, in this module's own
+cache folder), so that the check, the second net, is what is tested.
 """
 
 from __future__ import annotations
@@ -46,12 +48,24 @@ MUTANTS = {
 }
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _own_cache(tmp_path_factory):
+    """This module's compile and proof cache (the mutants are recorded as proved there only)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CFMLIR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+        yield
+
+
 def mutant(tmp_path: Path, name: str) -> Path:
+    """The mutant ``name`` as a .cf file, recorded as proved (a prover that misses it)."""
+    from cftest.proofs import record_verified
+
     base, old, new = MUTANTS[name]
     text, _ = certifier_source(base)
     assert text.count(old) == 1, (name, old)
     p = tmp_path / f"{name}.cf"
     p.write_text(text.replace(old, new), encoding="utf-8")
+    record_verified(text.replace(old, new), str(p))
     return p
 
 
