@@ -126,6 +126,8 @@ def check_timeout(value, name: str = "--timeout") -> float:
 def check_device(value, name: str = "device") -> str:
     """A torch device the compiled engine can use here: ``cpu``, or ``cuda``/``cuda:N`` when torch sees
     that GPU.  Returns its canonical text."""
+    if isinstance(value, str) and value == "cpu":  # the default: no torch import (cf-run's start-up)
+        return value
     import torch
 
     if not isinstance(value, (str, torch.device)):

@@ -56,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=ENGINES, default="compiled", help="analysis engine (default: compiled)")
     p.add_argument("--no-sparse", action="store_true", help="compiled engine: dense torch tensors instead of g-BSCR")
     p.add_argument("--no-rewrite", action="store_true", help="compiled engine: compile without the domain rewrites")
-    p.add_argument("--batch-size", type=int, default=100, help="compiled engine: properties per batch (default 100)")
+    p.add_argument("--batch-size", type=int, default=100,
+                   help="compiled engine: properties per batch (default 100); with --vnnlib/--instances, the sub-boxes "
+                        "of input splitting per batch (default 256)")
     p.add_argument("--device", default="cpu", help="compiled engine: torch device (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="compiled engine: floating-point type (default float64)")
@@ -232,5 +234,9 @@ def check_options(args) -> None:
             raise UsageError("--layer-bounds adds every layer's bounds to the JSON: give --json OUT too")
     if "max_boxes" in given and args.split == "off":
         raise UsageError("--max-boxes applies to input splitting, which --split off turns off")
+    # VNN-LIB: a region is analysed as one box; --batch-size is the sub-boxes of input splitting per batch
+    args.batch_size_given = "batch_size" in given
+    if mode != "dataset" and args.batch_size_given and args.split == "off":
+        raise UsageError("--batch-size applies to input splitting with --vnnlib/--instances, which --split off turns off")
     if getattr(args, "ray", None) is not None and mode == "vnnlib":
         raise UsageError("--ray applies to dataset mode (--data) and --instances, not to one --vnnlib property")

@@ -135,10 +135,11 @@ def load_eran_csv(path: str | Path, dataset: str | None = None, *, start: int = 
                 vals.append(v)
             if not 0 <= vals[0] < n_cls:
                 raise DataError(f"label {vals[0]} out of range 0..{n_cls - 1}", file=path, line=lineno)
+            bad = next((c for c, v in enumerate(vals[1:]) if not 0 <= v <= 255), None)  # Python ints: any size
+            if bad is not None:
+                shown = str(vals[bad + 1]) if len(str(vals[bad + 1])) <= 20 else str(vals[bad + 1])[:17] + "..."
+                raise DataError(f"column {bad + 2}: pixel value {shown} out of range 0..255", file=path, line=lineno)
             pix = np.asarray(vals[1:], dtype=np.int64)
-            bad = np.flatnonzero((pix < 0) | (pix > 255))
-            if bad.size:
-                raise DataError(f"column {int(bad[0]) + 2}: pixel value {int(pix[bad[0]])} out of range 0..255", file=path, line=lineno)
             labels.append(vals[0])
             rows.append(pix.astype(np.uint8))
             lines.append(lineno)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-import onnx
 import pytest
 import torch
 
@@ -17,7 +15,7 @@ import cfmlir
 from cfmlir.api_args import ArgumentError
 from cfruntime.default_data import default_data_path, default_network_path
 from cfruntime.errors import UserError
-from cfruntime.network.builders import mlp_model
+from cftest.nets import mlp_file
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +23,8 @@ def ctx(tmp_path_factory):
     """A compiled certifier, the shipped MNIST net and a 2-image property of it, a CIFAR-shaped net, a net
     with 5 outputs, a VNN-LIB file of the MNIST net."""
     tmp = tmp_path_factory.mktemp("api")
-    rng = np.random.default_rng(0)
-    cifar = tmp / "cifar_like.onnx"
-    onnx.save(mlp_model([rng.standard_normal((4, 3072)).astype(np.float32) * 0.01,
-                         rng.standard_normal((10, 4)).astype(np.float32)], activations="relu",
-                        input_shape=(3, 32, 32)), str(cifar))
-    five = tmp / "five.onnx"
-    onnx.save(mlp_model([rng.standard_normal((4, 784)).astype(np.float32) * 0.01,
-                         rng.standard_normal((5, 4)).astype(np.float32)], activations="relu",
-                        input_shape=(1, 28, 28)), str(five))
+    cifar = mlp_file(tmp / "cifar_like.onnx", 3072, 10, (3, 32, 32))
+    five = mlp_file(tmp / "five.onnx", 784, 5, (1, 28, 28))
     vnnlib = tmp / "p.vnnlib"
     lines = [f"(declare-const X_{i} Real)" for i in range(784)] + [f"(declare-const Y_{j} Real)" for j in range(10)]
     lines += [a for i in range(784) for a in (f"(assert (>= X_{i} 0.0))", f"(assert (<= X_{i} 0.01))")]

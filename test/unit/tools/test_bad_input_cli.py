@@ -10,15 +10,13 @@ import re
 import subprocess
 import sys
 
-import numpy as np
-import onnx
 import pytest
 import torch
 
 from cfmlir.certifiers import certifier_source
 from cfmlir.tools import cf_opt, cf_run
-from cfruntime.network.builders import mlp_model
 from cftest import REPO
+from cftest.nets import mlp_file
 
 
 def run_main(capsys, *args):
@@ -42,12 +40,7 @@ def one_error(rc, out, err, code: int = 1) -> str:
 
 
 def _net(tmp_path, name, inputs=784, outputs=10, input_shape=(1, 28, 28)):
-    rng = np.random.default_rng(3)
-    p = tmp_path / name
-    onnx.save(mlp_model([rng.standard_normal((4, inputs)).astype(np.float32) * 0.05,
-                         rng.standard_normal((outputs, 4)).astype(np.float32)], activations="relu",
-                        input_shape=input_shape), str(p))
-    return p
+    return mlp_file(tmp_path / name, inputs, outputs, input_shape)
 
 
 def _vnnlib(tmp_path, inputs: int, formula: str, boxes: str | None = None, name="p.vnnlib"):
@@ -284,3 +277,29 @@ def test_as_a_process(tmp_path):
     p = subprocess.run([sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())",
                         "--device", "meta", "--layer-bounds"], capture_output=True, text=True, cwd=REPO, timeout=300)
     one_error(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.mark.parametrize("argv,want", [(["--batch-size", "7"], {"batch_size": 7}), ([], {})])
+def test_batch_size_reaches_input_splitting(monkeypatch, argv, want):
+    """With --vnnlib, --batch-size is the sub-boxes of input splitting per batch (not ignored); without it
+    splitting keeps its own default."""
+    import cfmlir.input_splitting as splitting
+    from cfmlir.tools import run_args, vnnlib_mode
+
+    got = {}
+    monkeypatch.setattr(splitting, "should_split", lambda mode, prop: True)
+    monkeypatch.setattr(splitting, "decide_by_splitting", lambda *a, **kw: got.update(kw))
+    monkeypatch.setattr(vnnlib_mode, "make_engine", lambda args, prog: None)
+    monkeypatch.setattr("cfruntime.properties.vnnlib.region_verified", lambda reg, lo: False)
+    args = run_args.build_parser().parse_args(["--vnnlib", "p.vnnlib", *argv])
+    args.argv = ["--vnnlib", "p.vnnlib", *argv]
+    run_args.check_options(args)
+    prop = type("P", (), {"regions": [object()]})()
+    vnnlib_mode._split(args, None, None, prop, [None], None)
+    assert {k: v for k, v in got.items() if k == "batch_size"} == want
+
+
+def test_batch_size_with_split_off_is_refused(tmp_path, tiny_net, capsys):
+    p = _vnnlib(tmp_path, 784, "(assert (>= Y_1 Y_0))")
+    line = one_error(*run_main(capsys, "--net", tiny_net, "--vnnlib", p, "--batch-size", "5", "--split", "off"))
+    assert line.startswith("error: --batch-size applies to input splitting"), line
