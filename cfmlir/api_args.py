@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from numbers import Real
+from numbers import Integral, Real
 
 from cfruntime.errors import UserError
 
@@ -81,14 +81,21 @@ def check_choice(value, name: str, choices) -> str:
     return value
 
 
+def check_choice_type(value, name: str) -> str:
+    """A name (``str``) for a choice among names."""
+    if not isinstance(value, str):
+        raise ArgumentError(f"{name} must be a name (str), got {_type(value)} {_show(value)}")
+    return value
+
+
 def check_positive_int(value, name: str) -> int:
     """An ``int`` > 0 (a numeric string is refused in the API: ``n="3"``; ``cf-run`` parses its flags
     before calling this)."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not isinstance(value, Integral) or isinstance(value, bool):
         raise ArgumentError(f"{name} must be a positive integer, got {_type(value)} {_show(value)}")
     if value <= 0:
         raise ArgumentError(f"{name} must be a positive integer, got {value}")
-    return value
+    return int(value)
 
 
 def check_eps(value, name: str = "eps") -> float:
@@ -282,7 +289,13 @@ def robustness_property_args(network, images_or_csv, eps, n, dataset) -> None:
     if n is not None:
         check_positive_int(n, "n")
     if dataset is not None:
-        check_choice(dataset, "dataset", DATASET_NAMES)
+        from cfruntime.errors import PropertyError
+        from cfruntime.properties import normalize_dataset_name
+
+        try:  # the names cfruntime reads (cifar, CIFAR-10, ...)
+            normalize_dataset_name(check_choice_type(dataset, "dataset"))
+        except PropertyError:
+            raise ArgumentError(f"dataset must be one of {', '.join(DATASET_NAMES)}, got {_show(dataset)}") from None
 
 
 def load_vnnlib_args(path, network) -> None:

@@ -210,8 +210,8 @@ def check_options(args) -> None:
     if len(set(getattr(args, "check_flags", []))) > 1:
         raise UsageError("--check and --no-check contradict each other: give one")
     if args.engine == "interpreter":
-        compiled_only = [f for d, f in (("no_sparse", "--no-sparse"), ("no_rewrite", "--no-rewrite"),
-                                        ("batch_size", "--batch-size")) if d in given]
+        # (--batch-size is the interpreter's batches too: of the check, the progress and the Ray tasks)
+        compiled_only = [f for d, f in (("no_sparse", "--no-sparse"), ("no_rewrite", "--no-rewrite")) if d in given]
         if args.widen == "on":
             compiled_only.append("--widen on")
         if compiled_only:

@@ -217,7 +217,6 @@ IGNORED = [
     (["--check", "--no-check"], "--check and --no-check contradict each other"),
     (["--no-check", "--check"], "--check and --no-check contradict each other"),
     (["--engine", "interpreter", "--dtype", "float32"], "--dtype float32 applies to the compiled engine only"),
-    (["--engine", "interpreter", "--batch-size", "5"], "--batch-size applies to the compiled engine only"),
     (["--engine", "interpreter", "--widen", "on"], "--widen on applies to the compiled engine only"),
     (["--engine", "interpreter", "--no-sparse"], "--no-sparse applies to the compiled engine only"),
     (["--split", "on"], "--split applies to VNN-LIB properties"),
