@@ -326,3 +326,23 @@ def certify_args(certifier, network, prop, *, engine, device, dtype, batch_size,
         check_callable(value, name)
     if not (ray is None or isinstance(ray, (bool, str))):
         raise ArgumentError(f"ray must be None, True or a cluster address (str), got {_type(ray)} {_show(ray)}")
+
+
+def engine_for_args(certifier, engine, device, dtype, widen, sparse, graph) -> None:
+    check_certifier(certifier)
+    check_choice(engine, "engine", ENGINES)
+    device, dtype = check_device(device, "device"), check_dtype(dtype, "dtype")
+    check_interpreter_options(engine, device, dtype)
+    check_widen(widen, "widen")
+    check_bool(sparse, "sparse")
+    if graph is not None:
+        check_bool(graph, "graph")
+
+
+def bounds_in_batches_args(eng, net, batch_size, on_slice, on_shrink) -> None:
+    if not callable(getattr(eng, "bounds", None)):
+        raise ArgumentError(f"eng must be an engine (cfmlir.engine_for), got {_type(eng)} {_show(eng)}")
+    network_of(net, "net")
+    check_positive_int(batch_size, "batch_size")
+    check_callable(on_slice, "on_slice")
+    check_callable(on_shrink, "on_shrink")

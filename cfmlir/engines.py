@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cfmlir import api_args
+
 #: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
 WIDEN = {"auto": None, "on": True, "off": False}
 
@@ -167,6 +169,7 @@ def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", 
     """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
     ``"interpreter"`` (float64 on the CPU only).  ``graph=False``: the compiled engine never replays a
     CUDA graph (for counting operations)."""
+    api_args.engine_for_args(certifier, engine, device, dtype, widen, sparse, graph)
     if engine == "compiled":
         return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen, graph=graph)
     if engine == "interpreter":
@@ -184,6 +187,7 @@ def bounds_in_batches(eng, net, lb, ub, C, batch_size: int, *, device="cpu", wit
     bounds (passed to ``on_slice(start, stop, margin_network, layers)`` after each batch);
     ``keep_layers``: return them.  ``(lower [N, K], upper [N, K], layers or None, the batch size used)``,
     the own columns not zeroed."""
+    api_args.bounds_in_batches_args(eng, net, batch_size, on_slice, on_shrink)
     from cfruntime.flow.batching import in_batches
 
     def run_slice(lo: int, hi: int):

@@ -132,6 +132,18 @@ MISUSES = [
     ("certify(ray=3)", _certify_kw(ray=3), "ray must be None, True or a cluster address"),
     ("certify(interpreter, float32)", _certify_kw(engine="interpreter", dtype="float32"),
      "dtype float32 applies to the compiled engine only"),
+    # engine_for, bounds_in_batches
+    ("engine_for('deeppoly')", lambda c: cfmlir.engine_for("deeppoly"), "call cfmlir.compile('deeppoly') first"),
+    ("engine_for(engine='x')", lambda c: cfmlir.engine_for(c["cert"], "x"), "engine must be one of compiled, interpreter"),
+    ("engine_for(dtype='float16')", lambda c: cfmlir.engine_for(c["cert"], dtype="float16"), "dtype must be one of"),
+    ("engine_for(device='mps')", lambda c: cfmlir.engine_for(c["cert"], device="mps"), "device 'mps' is not supported"),
+    ("engine_for(graph='no')", lambda c: cfmlir.engine_for(c["cert"], graph="no"), "graph must be True or False"),
+    ("bounds_in_batches(eng=None)", lambda c: cfmlir.api.bounds_in_batches(None, c["net"].network, c["prop"].lb,
+                                                                            c["prop"].ub, c["prop"].C, 10),
+     "eng must be an engine"),
+    ("bounds_in_batches(batch_size=0)", lambda c: cfmlir.api.bounds_in_batches(
+        cfmlir.engine_for(c["cert"]), c["net"].network, c["prop"].lb, c["prop"].ub, c["prop"].C, 0),
+     "batch_size must be a positive integer, got 0"),
 ]
 if not torch.cuda.is_available():
     MISUSES.append(("certify(device='cuda') without CUDA", _certify_kw(device="cuda"), "device 'cuda' is not available here"))
