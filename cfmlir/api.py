@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfmlir import api_args
-from cfmlir.engines import Certifier, bounds_in_batches, concat_slices, engine_for
+from cfmlir import api_args, api_validation
+from cfmlir.engines import Certifier, Network, bounds_in_batches, concat_slices, engine_for
 
 __all__ = ["Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
            "load_vnnlib", "certify", "engine_for", "bounds_in_batches"]
@@ -47,7 +47,7 @@ def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API
     file, or ``.cf`` source text (anything with a newline).  ``rewrite=False`` compiles without the domain
     rewrites.  The emitted module is cached (:func:`cfmlir.compiler.compile_certifier_cached`).  A bad
     name or source is a :class:`~cfmlir.diagnostics.CfError`."""
-    api_args.compile_args(spec, rewrite)
+    api_validation.compile_args(spec, rewrite)
     import cfmlir.frontend  # noqa: F401 - imported before the clock starts, as cf-run does
     import cfmlir.passes.emit_python  # noqa: F401
     import cfruntime.flow.engine  # noqa: F401 - torch
@@ -62,25 +62,6 @@ def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API
     t0 = time.perf_counter()
     c = compile_certifier_cached(text, file, pipeline_for(rewrite))
     return Certifier(name, text, file, bool(rewrite), c.certifier, c.cache_hit, time.perf_counter() - t0)
-
-
-@dataclass
-class Network:
-    """A loaded ONNX network (``network``, a :class:`cfruntime.network.Network`, whose attributes this
-    object also answers), its ``path`` and its resolved ``preprocessing``
-    (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: how images become inputs)."""
-
-    network: Any
-    preprocessing: Any
-    path: Path
-
-    def __getattr__(self, name):
-        if name.startswith("__") or name in ("network", "preprocessing", "path"):
-            raise AttributeError(name)
-        return getattr(self.network, name)
-
-    def __call__(self, x):
-        return self.network.forward(x)
 
 
 def _values(v, what: str, positive: bool = False):
@@ -99,7 +80,7 @@ def load_network(path, *, mean=None, std=None, layout=None, flatten_order=None, 
     each of ``mean``/``std`` (numbers, one per channel or one for all), ``layout`` (``"NCHW"``/``"NHWC"``)
     and ``flatten_order`` (``"CHW"``/``"HWC"``) not given comes from the network's manifest entry
     (``manifest``, else ``MANIFEST.json`` beside the network, ...), else from the default."""
-    api_args.load_network_args(path, mean, std, layout, flatten_order, manifest)
+    api_validation.load_network_args(path, mean, std, layout, flatten_order, manifest)
     from cfruntime.errors import NetworkError
     from cfruntime.network import load_onnx
     from cfruntime.properties.preprocessing import resolve_preprocessing
@@ -125,7 +106,7 @@ def robustness_property(network: Network, images_or_csv, eps: float, *, n: int |
     an ERAN CSV path (its first ``n`` rows; ``dataset`` mnist/cifar10, default from the row length) or
     :class:`cfruntime.properties.EranImages`.  A guessed preprocessing is a :class:`UserWarning`.
     Returns a :class:`cfruntime.properties.RobustnessProperty`."""
-    api_args.robustness_property_args(network, images_or_csv, eps, n, dataset)
+    api_validation.robustness_property_args(network, images_or_csv, eps, n, dataset)
     from cfruntime.properties import DATASETS, EranImages, load_eran_csv
     from cfruntime.properties import robustness_property as _robustness_property
     from cfruntime.properties.preprocessing import Preprocessing, ResolvedPreprocessing
@@ -156,7 +137,7 @@ def robustness_property(network: Network, images_or_csv, eps: float, *, n: int |
 def load_vnnlib(path, network):
     """A VNN-LIB property (``.vnnlib`` or ``.vnnlib.gz``), checked against ``network``'s input and output
     sizes: a :class:`cfruntime.properties.VnnlibProperty`."""
-    api_args.load_vnnlib_args(path, network)
+    api_validation.load_vnnlib_args(path, network)
     from cfruntime.errors import PropertyError
     from cfruntime.properties import parse_vnnlib
 
@@ -217,7 +198,7 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     ``ray``: None (this process), or a Ray cluster's address (``"local"``/True: a local one), which
     analyses the batches of a robustness property as Ray tasks (:mod:`cfmlir.distributed`, the extra
     ``cfmlir[ray]``); the result is the one this process would give."""
-    api_args.certify_args(certifier, network, prop, engine=engine, device=device, dtype=dtype, batch_size=batch_size,
+    api_validation.certify_args(certifier, network, prop, engine=engine, device=device, dtype=dtype, batch_size=batch_size,
                           widen=widen, layer_bounds=layer_bounds, sparse=sparse, check=check, on_batch=on_batch,
                           on_shrink=on_shrink, ray=ray)
     from cfruntime.properties import VnnlibProperty
