@@ -14,18 +14,22 @@
 This is what ``cf-run`` does in dataset mode (same margins, same verdicts).  Importing :mod:`cfmlir` is
 cheap: torch and xDSL are imported by the functions that need them.  User errors are
 :class:`cfmlir.diagnostics.CfError` (certifier sources) and :class:`cfruntime.errors.CfRuntimeError`
-(networks, data, properties), each with a one-line message.
+(networks, data, properties), each with a one-line message; a bad argument value or type is a
+:class:`cfmlir.api_args.ArgumentError` (a ``ValueError``), with ``cf-run``'s message for the same value.
+All are :class:`cfruntime.errors.UserError` (``docs/errors.md``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cfmlir.engines import Certifier, bounds_in_batches, concat_slices, engine_for
+from cfmlir import api_args, api_validation
+from cfmlir.engines import Certifier, Network, bounds_in_batches, concat_slices, engine_for
 
 __all__ = ["Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
            "load_vnnlib", "certify", "engine_for", "bounds_in_batches"]
@@ -43,15 +47,13 @@ def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API
     file, or ``.cf`` source text (anything with a newline).  ``rewrite=False`` compiles without the domain
     rewrites.  The emitted module is cached (:func:`cfmlir.compiler.compile_certifier_cached`).  A bad
     name or source is a :class:`~cfmlir.diagnostics.CfError`."""
+    api_validation.compile_args(spec, rewrite)
     import cfmlir.frontend  # noqa: F401 - imported before the clock starts, as cf-run does
     import cfmlir.passes.emit_python  # noqa: F401
     import cfruntime.flow.engine  # noqa: F401 - torch
     from cfmlir.compiler import compile_certifier_cached, load_certifier_source, pipeline_for
 
-    if isinstance(spec, Path):
-        spec = str(spec)
-    if not isinstance(spec, str):
-        raise TypeError(f"compile() takes a certifier name, path or source text, not {type(spec).__name__}")
+    spec = os.fspath(spec)
     shipped = False  # a path or source text is a user's certifier (proved before a verdict)
     if _is_source_text(spec):
         text, file, name = spec, INLINE_FILE, Path(INLINE_FILE).stem
@@ -63,25 +65,6 @@ def compile(spec, *, rewrite: bool = True) -> Certifier:  # noqa: A001 - the API
     c = compile_certifier_cached(text, file, pipeline_for(rewrite))
     return Certifier(name, text, file, bool(rewrite), c.certifier, c.cache_hit, time.perf_counter() - t0,
                      shipped=shipped)
-
-
-@dataclass
-class Network:
-    """A loaded ONNX network (``network``, a :class:`cfruntime.network.Network`, whose attributes this
-    object also answers), its ``path`` and its resolved ``preprocessing``
-    (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: how images become inputs)."""
-
-    network: Any
-    preprocessing: Any
-    path: Path
-
-    def __getattr__(self, name):
-        if name.startswith("__") or name in ("network", "preprocessing", "path"):
-            raise AttributeError(name)
-        return getattr(self.network, name)
-
-    def __call__(self, x):
-        return self.network.forward(x)
 
 
 def _values(v, what: str, positive: bool = False):
@@ -100,20 +83,16 @@ def load_network(path, *, mean=None, std=None, layout=None, flatten_order=None, 
     each of ``mean``/``std`` (numbers, one per channel or one for all), ``layout`` (``"NCHW"``/``"NHWC"``)
     and ``flatten_order`` (``"CHW"``/``"HWC"``) not given comes from the network's manifest entry
     (``manifest``, else ``MANIFEST.json`` beside the network, ...), else from the default."""
-    from cfruntime.errors import NetworkError, PropertyError
+    api_validation.load_network_args(path, mean, std, layout, flatten_order, manifest)
+    from cfruntime.errors import NetworkError
     from cfruntime.network import load_onnx
     from cfruntime.properties.preprocessing import resolve_preprocessing
 
     path = Path(path)
     if not path.is_file():
         raise NetworkError("no such network file", file=path)
-    names = {"layout": ("NCHW", "NHWC"), "flatten_order": ("CHW", "HWC")}
     given = {"layout": layout, "flatten_order": flatten_order}
-    for what, v in list(given.items()):
-        if v is not None:
-            given[what] = str(v).strip().upper()
-            if given[what] not in names[what]:
-                raise PropertyError(f"{what} must be one of {', '.join(names[what])}, got '{v}'")
+    given = {k: None if v is None else v.strip().upper() for k, v in given.items()}
     prep = resolve_preprocessing(path, mean=_values(mean, "mean"), std=_values(std, "std", positive=True),
                                  **given, manifest=manifest)
     return Network(load_onnx(path, **prep.value.load_kwargs()), prep, path)
@@ -130,6 +109,7 @@ def robustness_property(network: Network, images_or_csv, eps: float, *, n: int |
     an ERAN CSV path (its first ``n`` rows; ``dataset`` mnist/cifar10, default from the row length) or
     :class:`cfruntime.properties.EranImages`.  A guessed preprocessing is a :class:`UserWarning`.
     Returns a :class:`cfruntime.properties.RobustnessProperty`."""
+    api_validation.robustness_property_args(network, images_or_csv, eps, n, dataset)
     from cfruntime.properties import DATASETS, EranImages, load_eran_csv
     from cfruntime.properties import robustness_property as _robustness_property
     from cfruntime.properties.preprocessing import Preprocessing, ResolvedPreprocessing
@@ -150,13 +130,17 @@ def robustness_property(network: Network, images_or_csv, eps: float, *, n: int |
         line = prep.warning(path, channels)
         if line is not None:
             warnings.warn(line.removeprefix("warning: "), UserWarning, stacklevel=2)
+    if n is not None and (note := api_args.short_data_note(images.path, n, len(images))) is not None:
+        warnings.warn(note, UserWarning, stacklevel=2)
     net = _raw(network)
-    return _robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size)
+    return _robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size,
+                                network=None if path is None else str(path))
 
 
 def load_vnnlib(path, network):
     """A VNN-LIB property (``.vnnlib`` or ``.vnnlib.gz``), checked against ``network``'s input and output
     sizes: a :class:`cfruntime.properties.VnnlibProperty`."""
+    api_validation.load_vnnlib_args(path, network)
     from cfruntime.errors import PropertyError
     from cfruntime.properties import parse_vnnlib
 
@@ -231,10 +215,11 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     ``require_proof=True``, :class:`~cfmlir.proof_gate.UnprovedCertifierError`.  ``proof``: a
     :class:`~cfmlir.proof_gate.Proof` the caller already made for this certifier and network (then
     ``certifier`` may be None, with an engine object)."""
+    api_validation.certify_args(certifier, network, prop, engine=engine, device=device, dtype=dtype, batch_size=batch_size,
+                                widen=widen, layer_bounds=layer_bounds, sparse=sparse, check=check, on_batch=on_batch,
+                                on_shrink=on_shrink, ray=ray, require_proof=require_proof, proof_timeout=proof_timeout)
     from cfruntime.properties import VnnlibProperty
 
-    if not isinstance(batch_size, int) or batch_size <= 0:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     net = _raw(network)
     proof = _gate(certifier, net, proof, require_proof, proof_timeout)
     options = {"device": device, "dtype": dtype, "widen": widen, "sparse": sparse}

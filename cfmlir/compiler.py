@@ -114,7 +114,8 @@ def compile_certifier_cached(text: str, file: str, pipeline=DEFAULT_PIPELINE, us
                 tmp.replace(path)
             except OSError:
                 pass  # a read-only home is no reason to fail
-    return Compiled(CompiledCertifier.from_source(name, source), hit if use_cache else None, path if use_cache else None)
+    return Compiled(CompiledCertifier.from_source(name, source, file), hit if use_cache else None,
+                    path if use_cache else None)
 
 
 def compile_certifier(text: str, file: str, pipeline=DEFAULT_PIPELINE, use_cache: bool = True):

@@ -14,7 +14,9 @@ row of the box.
   whole batch at once, on g-BSCR (``sparse``) or dense tensors, on any device and dtype;
 * :class:`InterpreterEngine` -- the neuron-level reference interpreter, one box after the other.
 
-:class:`Certifier` (what :func:`cfmlir.compile` returns) names the certifier both engines run;
+:class:`Certifier` (what :func:`cfmlir.compile` returns) names the certifier both engines run, and
+:class:`Network` (what :func:`cfmlir.load_network` returns) the network with its preprocessing;
+:func:`check_certifier` and :func:`network_of` refuse anything else (one line, :mod:`cfmlir.api_args`);
 :func:`engine_for` makes its engine; :func:`bounds_in_batches` is the one batching loop (in this process
 and in every Ray task of :mod:`cfmlir.distributed`), re-exported by :mod:`cfmlir.api`.
 
@@ -26,7 +28,10 @@ answers with smaller batches).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from cfmlir import api_args
 
 #: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
 WIDEN = {"auto": None, "on": True, "off": False}
@@ -169,11 +174,54 @@ class Certifier:
         return self._program
 
 
+@dataclass
+class Network:
+    """A loaded ONNX network (``network``, a :class:`cfruntime.network.Network`, whose attributes this
+    object also answers), its ``path`` and its resolved ``preprocessing``
+    (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: how images become inputs): what
+    :func:`cfmlir.load_network` returns."""
+
+    network: Any
+    preprocessing: Any
+    path: Path
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("network", "preprocessing", "path"):
+            raise AttributeError(name)
+        return getattr(self.network, name)
+
+    def __call__(self, x):
+        return self.network.forward(x)
+
+
+def check_certifier(value) -> Certifier:
+    """What :func:`cfmlir.compile` returns (a name or path is refused, with the call that makes one)."""
+    return api_args.check_kind(value, Certifier, "certifier", "cfmlir.compile")
+
+
+def network_of(value, name: str = "network"):
+    """The :class:`cfruntime.network.Network` of ``value``: what :func:`cfmlir.load_network` returns, or a
+    cfruntime network itself (a file name or a torch module is refused)."""
+    from cfruntime.network import Network as RawNetwork
+
+    if isinstance(value, Network):
+        return value.network
+    return api_args.check_kind(value, RawNetwork, name, "cfmlir.load_network")
+
+
 def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", dtype="float64", widen=None,
                sparse: bool = True, graph=None):
     """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
     ``"interpreter"`` (float64 on the CPU only).  ``graph=False``: the compiled engine never replays a
     CUDA graph (for counting operations)."""
+    check_certifier(certifier)
+    api_args.check_choice(engine, "engine", api_args.ENGINES)
+    device, dtype = api_args.check_device(device, "device"), api_args.check_dtype(dtype, "dtype")
+    api_args.check_interpreter_options(engine, device, dtype)
+    api_args.check_widen(widen, "widen")
+    api_args.check_bool(sparse, "sparse")
+    if graph is not None:
+        api_args.check_bool(graph, "graph")
     if engine == "compiled":
         return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen, graph=graph)
     if engine == "interpreter":
@@ -191,6 +239,12 @@ def bounds_in_batches(eng, net, lb, ub, C, batch_size: int, *, device="cpu", wit
     bounds (passed to ``on_slice(start, stop, margin_network, layers)`` after each batch);
     ``keep_layers``: return them.  ``(lower [N, K], upper [N, K], layers or None, the batch size used)``,
     the own columns not zeroed."""
+    if not callable(getattr(eng, "bounds", None)):
+        raise api_args.ArgumentError(f"eng must be an engine (cfmlir.engine_for), got {api_args.described(eng)}")
+    network_of(net, "net")
+    api_args.check_positive_int(batch_size, "batch_size")
+    api_args.check_callable(on_slice, "on_slice")
+    api_args.check_callable(on_shrink, "on_shrink")
     from cfruntime.flow.batching import in_batches
 
     def run_slice(lo: int, hi: int):

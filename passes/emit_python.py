@@ -8,7 +8,7 @@ noise, symbolic sizes), chosen per op class (:func:`emit_op` dispatches on the o
 function per op, as xDSL's printers do).  Control flow:
 
 * ``cftensor.while`` becomes a loop over a tuple of loop-carried values that breaks when the
-  ``before`` region's condition is false;
+  ``before`` region's condition is false (at most the interpreter's traverse step cap, ``ctx.traverse_cap()``);
 * ``cftensor.if`` becomes a Python ``if``/``else`` on the host value of its uniform condition, each
   branch assigning the results;
 * ``cftensor.layer_traverse`` becomes two local functions (the priority of one layer; the
@@ -19,9 +19,10 @@ host number.  ``cftensor.return`` returns the member values in shape order.  The
 a header recording the source hash and the pass pipeline, and ends with ``FLOW`` (direction,
 transformer, members with their types and roles), ``RULES`` (operator name -> function),
 ``NOISE`` (fresh noise symbols per neuron made by each rule), ``LAYER_GRANULAR`` (no traverse
-decides per neuron, so the engine can plan its tensors from shapes) and ``LOCAL_MEMBERS`` (members
+decides per neuron, so the engine can plan its tensors from shapes), ``LOCAL_MEMBERS`` (members
 read through a rule's predecessors only, so a layer's values of them can be freed once its
-successors are analysed).
+successors are analysed) and ``RULE_LOCATIONS`` (each rule's line and column in the source, which the
+engine names when a rule cannot run).
 """
 
 from __future__ import annotations
@@ -277,7 +278,7 @@ def _(op: ct.WhileOp, out: _Out) -> None:
     name, lines, indent = out.name, out.lines, out.indent
     state = f"s{name(op.results[0])}"
     lines.append(f"{indent}{state} = {_tuple([name(v) for v in op.operands])}")
-    lines.append(f"{indent}for _ in rt.loop_guard():")
+    lines.append(f"{indent}for _ in rt.loop_guard(ctx.traverse_cap()):")
     inner = out.nested()
     before, after = op.before.block, op.after.block
     lines.append(f"{inner.indent}{', '.join(name(a) for a in before.args)}, = {state}")
@@ -334,11 +335,15 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
         raise DiagnosticException("-t python needs a lifted module: run --shape-analysis first (no cftensor.flow)")
     rules: list[tuple[str, str]] = []
     noise: dict[str, int] = {}
+    locations: dict[str, tuple[int, int]] = {}
     for op in module.ops:
         if not isinstance(op, ct.RuleOp):
             continue
         fname = f"rule_{op.transformer.data}_{op.operator.data}"
         rules.append((op.operator.data, fname))
+        at = loc_of(op, Loc("", 0, 0))
+        if at.line > 0:
+            locations[op.operator.data] = (at.line, at.col)
         noise[op.operator.data] = sum(1 for o in op.walk() if isinstance(o, ct.SymOp))
         lines.append("")
         lines.append(f"def {fname}(rt, ctx):")
@@ -355,4 +360,5 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     lines.append(f"{contract.MODULE_LAYER_GRANULAR} = {granular!r}  # every traverse substitutes whole layers (no per-neuron loop)")
     local = _local_members(module, [m[0] for m in members])
     lines.append(f"{contract.MODULE_LOCAL_MEMBERS} = {local!r}  # read through a rule's predecessors only")
+    lines.append(f"{contract.MODULE_RULE_LOCATIONS} = {locations!r}  # (line, column) of each rule in the source")
     return "\n".join(lines) + "\n"

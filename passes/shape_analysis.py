@@ -942,7 +942,9 @@ class ShapeAnalysisPass(ModulePass):
         flow = next((o for o in op.ops if isinstance(o, cf.FlowOp)), None)
         if shape is None or flow is None:  # a whole-module problem: the file, no position
             where = loc_of(op, loc_of(op.ops.first, Loc("", 0, 0)))
-            raise ShapeAnalysisError(Loc(where.file, 0, 0), "shape analysis needs a module with a 'cf.shape' and a 'cf.flow'")
+            missing = " and no ".join(w for w, o in (("'def Shape'", shape), ("'flow'", flow)) if o is None)
+            raise ShapeAnalysisError(Loc(where.file, 0, 0), f"the certifier has no {missing} declaration: "
+                                     "there is nothing to run")
         members = [(n, to_semantic(t)) for n, t in zip(shape.member_names(), shape.member_types.data)]
         tname = flow.transformer.root_reference.data if hasattr(flow.transformer, "root_reference") else str(flow.transformer)
         transformer = next(o for o in op.ops if isinstance(o, cf.TransformerOp) and o.properties["sym_name"].data == tname)

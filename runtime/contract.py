@@ -77,5 +77,15 @@ OPERATOR_OF_KIND = {
 #: all neurons or a traverse: the engine may free them once a layer's successors are analysed).
 MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
 MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
+#: ``RULE_LOCATIONS = {operator: (line, column)}``: where each rule is in the certifier's source (the
+#: engine names it when a rule cannot run: a member read before it is computed, a runaway traverse).
+MODULE_RULE_LOCATIONS = "RULE_LOCATIONS"
+def traverse_step_cap(num_neurons: int) -> int:
+    """The most steps a traverse may take on a network of ``num_neurons`` neurons (a step substitutes the
+    summands of least priority); more means its replacement re-introduces what it replaces.  The same cap
+    in the reference interpreter and the compiled engine's per-neuron loop."""
+    return 4 * num_neurons + 100
+
+
 #: The rule inputs that name a layer's predecessors (``cftensor.input``).
 PREDECESSOR_INPUTS = ("prev", "prev_0", "prev_1")

@@ -62,6 +62,22 @@ class CfRuntimeError(UserError):
         return self.message
 
 
+class RuleError(UserError, RuntimeError):
+    """A certifier's rule that cannot run on a network, whatever the input: it reads a shape member before
+    computing it, or its traverse never ends.  The compiled engine's runtime raises it without a position;
+    the engine adds the rule's (``file:line:col: rule 'Relu' (layer 2, relu)``, :meth:`located`), as the
+    reference interpreter names the position of the read or the traverse."""
+
+    def __init__(self, what: str, where: str | None = None):
+        self.what = " ".join(str(what).split())
+        self.where = where
+        super().__init__(f"{where}: {self.what}" if where else self.what)
+
+    def located(self, where: str) -> "RuleError":
+        """The same error at ``where`` (the rule that failed)."""
+        return type(self)(self.what, where)
+
+
 class NetworkError(CfRuntimeError):
     """A network file that cannot be read or interpreted."""
 

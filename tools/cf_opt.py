@@ -148,6 +148,14 @@ class CfOptMain(xDSLOptMain):
             raise _UsageError(f"{self.args.input_file}: error: cannot open input file", bare=True)
         return super().get_input_stream()
 
+    def prepare_output(self) -> IO[str]:
+        """The ``-o`` file, opened before any work; a file that cannot be written is one line."""
+        try:
+            return super().prepare_output()
+        except OSError as exc:
+            raise _UsageError(f"{self.args.output_file}: error: cannot write the output file "
+                              f"({exc.strerror or exc})", bare=True) from None
+
     def get_input_name(self) -> str:
         if self.args.certifier is not None:
             from cfmlir.certifiers import certifier_source

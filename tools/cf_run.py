@@ -77,8 +77,10 @@ exit status 3 with ``error: FILE:LINE:COL: rule T.Op is unsound: ...`` and no ve
 JSON says ``"proved"`` (``true``, ``false`` or ``"shipped"``) and, for a ``.cf`` file, ``"proof"``.
 
 Every user error (bad certifier, bad ONNX, bad CSV row, bad VNN-LIB, eps outside [0, 1], missing file, a
-non-finite bound: :mod:`cfruntime.flow.finite`) is one line ``error: ...`` on stderr and exit status 1; never a
-traceback.  Every JSON is strict (no ``NaN``/``Infinity``).
+non-finite bound: :mod:`cfruntime.flow.finite`, a flag given where it would be ignored) is one line ``error: ...`` on
+stderr and exit status 1; never a traceback (``docs/errors.md``: every error class, its exit status and line).  Every
+JSON is strict (no ``NaN``/``Infinity``).  Without a terminal (a log, CI, nohup) dataset mode prints a ``progress:``
+line on stderr after a batch, at most every 10 s.
 """
 
 from __future__ import annotations
@@ -88,53 +90,54 @@ import sys
 import time
 from pathlib import Path
 
-from cfmlir.tools.run_args import DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_preprocessing_flags, parse_eps, parse_timeout
+from cfmlir.api_args import short_data_note
+from cfmlir.tools.run_args import (DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_options, check_preprocessing_flags,
+                                   parse_eps)
 from cfmlir.tools.run_setup import (LoadedProgram, api_certifier, check_status, engine_label, error_line, exit_status_of,
                                     is_internal_error, load_network_file, load_program, parse_check, run_proof, write_json)
 from cfmlir.tools.vnnlib_mode import finish_vnnlib, vnnlib_instance, write_results_file
 
 
-def _progress(it, total: int, quiet: bool, desc: str):
-    """A progress bar over ``it`` (or, with ``it`` None, one updated by hand) on a terminal."""
-    disable = quiet or not sys.stderr.isatty()
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        return it
-    return tqdm(it, total=total, desc=desc, file=sys.stderr, disable=disable, leave=False)
+#: without a terminal, a progress line after a batch at most this often (seconds)
+PROGRESS_EVERY_S = 10.0
+
+
+class _Progress:
+    """Progress over ``total`` samples on stderr, updated after each batch: a bar on a terminal; without
+    one (a log file, CI, nohup) a line ``progress: 200/1000 samples (20.0%), 12.3 s`` after a batch, at most
+    every :data:`PROGRESS_EVERY_S` seconds, so a long run shows it is alive; nothing under ``--quiet``."""
+
+    def __init__(self, total: int, quiet: bool, desc: str):
+        self.total, self.done = total, 0
+        self.bar = None
+        self.lines = not quiet and not sys.stderr.isatty()
+        self.start = self.last = time.perf_counter()
+        if not quiet and not self.lines:
+            try:
+                from tqdm import tqdm
+            except ImportError:  # pragma: no cover
+                return
+            self.bar = tqdm(total=total, desc=desc, file=sys.stderr, leave=False)
+
+    def update(self, k: int) -> None:
+        self.done += k
+        if self.bar is not None:
+            self.bar.update(k)
+        now = time.perf_counter()
+        if self.lines and now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            pct = 100.0 * self.done / max(self.total, 1)
+            print(f"progress: {self.done}/{self.total} samples ({pct:.1f}%), {now - self.start:.1f} s",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def run(args) -> int:
-    if args.batch_size is not None and args.batch_size <= 0:
-        raise UsageError(f"--batch-size must be positive, got {args.batch_size}")
-    if args.engine == "interpreter" and (args.no_sparse or args.no_rewrite):
-        raise UsageError("--no-sparse and --no-rewrite apply to the compiled engine only")
-    if args.device != "cpu":
-        import torch
-
-
-        try:
-            ok = torch.device(args.device).type != "cuda" or torch.cuda.is_available()
-        except RuntimeError:
-            ok = False
-        if not ok:
-            raise UsageError(f"device '{args.device}' is not available here")
-    if args.vnnlib is not None and (args.data is not None or args.eps is not None or args.n is not None):
-        raise UsageError("--vnnlib cannot be combined with --data, --eps or --n")
-    if args.n is not None and args.n <= 0:
-        raise UsageError(f"--n must be positive, got {args.n}")
-    if args.timeout is not None:
-        args.timeout = parse_timeout(args.timeout)
-    if args.instances is not None:
-        if any(v is not None for v in (args.net, args.vnnlib, args.data, args.eps, args.n)):
-            raise UsageError("--instances cannot be combined with --net, --vnnlib, --data, --eps or --n")
-    elif args.vnnlib is None and (args.timeout is not None or args.results is not None):
-        raise UsageError("--timeout and --results apply to VNN-LIB properties (--vnnlib or --instances)")
-    if getattr(args, "layer_bounds", False) and (args.vnnlib is not None or args.instances is not None):
-        raise UsageError("--layer-bounds applies to dataset mode (--data) only")
+    check_options(args)
     if getattr(args, "ray", None) is not None:
-        if args.vnnlib is not None:
-            raise UsageError("--ray applies to dataset mode (--data) and --instances, not to one --vnnlib property")
         from cfmlir.distributed import require_ray
 
 
@@ -193,12 +196,14 @@ def run(args) -> int:
 
 
     images = load_eran_csv(data_path, args.dataset, stop=args.n)
+    if args.n is not None and (note := short_data_note(data_path, args.n, len(images))) is not None:
+        print(f"warning: {note}", file=sys.stderr)
     channels = DATASETS[images.dataset][1][0]
     prep.value.check_channels(channels)
     warning = prep.warning(net_path, channels)
     if warning is not None:
         print(warning, file=sys.stderr)
-    prop = robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size)
+    prop = robustness_property(images, eps, prep.value, net.input_shape, num_classes=net.output_size, network=str(net_path))
     load_s = time.perf_counter() - t0
     from cfmlir.tools.provenance import provenance
 
@@ -234,12 +239,11 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
     n = len(prop)
     net_path = network.path
     want_layers = bool(getattr(args, "layer_bounds", False))
-    bar = _progress(None, n, args.quiet, f"{Path(str(certifier)).stem}")
+    bar = _Progress(n, args.quiet, f"{Path(str(certifier)).stem}")
 
 
     def on_batch(start: int, stop: int) -> None:
-        if hasattr(bar, "update"):
-            bar.update(stop - start)
+        bar.update(stop - start)
 
 
     def on_shrink(old: int, new: int, oom) -> None:
@@ -257,8 +261,7 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
                           widen=None if interpreter else WIDEN[args.widen], sparse=not args.no_sparse,
                           batch_size=args.batch_size, layer_bounds=want_layers, check=check, on_batch=on_batch,
                           on_shrink=on_shrink, ray=args.ray)
-    if hasattr(bar, "close"):
-        bar.close()
+    bar.close()
     labels = [int(v) for v in prop.labels.tolist()]
     correct = res.correct.tolist()
     certified = res.certified.tolist()

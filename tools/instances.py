@@ -29,7 +29,7 @@ CUDA graph capture leaves the stream in capture mode.  The worker dies with its 
 to the CSV's folder, ``.gz`` files allowed (a path whose file is missing but whose ``.gz`` exists reads
 the ``.gz``: the competition's CSVs name ``net.onnx`` next to a shipped ``net.onnx.gz``), the timeout
 in seconds.  Blank lines and lines starting with ``#`` are skipped.  A line with another number of
-columns, or a timeout that is not a positive number, is a malformed CSV: one ``error: CSV:LINE: ...``
+columns, or a timeout that is not a positive number of seconds up to 1e6, is a malformed CSV: one ``error: CSV:LINE: ...``
 line, exit status 1, nothing runs.  A missing file, a bad model or property, an unsupported operator
 make that instance ``error`` (one ``error: CSV:LINE: ...`` line on stderr) and the run goes on; the
 exit status is then 1 (3 when no instance failed but a ``--check`` found unsound bounds).
@@ -48,12 +48,12 @@ from __future__ import annotations
 
 import copy
 import csv
-import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cfmlir.api_args import ArgumentError, check_timeout
 from cfmlir.tools import run_args, run_setup, vnnlib_mode
 
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
@@ -118,11 +118,9 @@ def read_instances(csv_path: str | Path) -> list[Instance]:
         if not onnx_text or not vnnlib_text:
             raise DataError("empty onnx or vnnlib path", file=path, line=lineno)
         try:
-            timeout = float(timeout_text)
-        except ValueError:
-            timeout = math.nan
-        if not math.isfinite(timeout) or timeout <= 0:
-            raise DataError(f"timeout must be a positive number of seconds, got '{timeout_text}'", file=path, line=lineno)
+            timeout = check_timeout(timeout_text, "timeout")
+        except ArgumentError as err:
+            raise DataError(str(err), file=path, line=lineno) from None
         onnx, vnnlib = existing(base / onnx_text), existing(base / vnnlib_text)
         missing = [t for t, p in ((onnx_text, onnx), (vnnlib_text, vnnlib)) if not p.is_file()]
         msg = None

@@ -1,20 +1,19 @@
 """``cf-run``'s command line: the flags (:func:`build_parser`), their defaults and the checks of their
-values (eps, timeout, preprocessing flags); :class:`UsageError` for a bad combination.  Shared by
+values and combinations (:func:`check_options`, :func:`check_preprocessing_flags`; the value checks are
+the API's, :mod:`cfmlir.api_args`); :class:`UsageError` for a bad value or combination.  Shared by
 :mod:`cfmlir.tools.cf_run` and :mod:`cfmlir.tools.instances` (whose Ray tasks rebuild the arguments)."""
 
 from __future__ import annotations
 
 import argparse
-import math
 
+from cfmlir.api_args import (
+    ENGINES, FLATTEN_ORDERS, LAYOUTS, ArgumentError, check_device, check_eps, check_interpreter_options,
+    check_positive_int, check_timeout,
+)
 from cfmlir.tools.arg_errors import one_line_errors
-from cfruntime.errors import UserError
 
 
-ENGINES = ("interpreter", "compiled")
-#: ``--layout`` and ``--flatten-order`` values (cfruntime.properties.preprocessing, which imports torch)
-LAYOUTS = ("NCHW", "NHWC")
-FLATTEN_ORDERS = ("CHW", "HWC")
 DEFAULT_CERTIFIER = "deeppoly"
 DEFAULT_EPS = 0.005
 #: exit status of a run whose bounds the soundness check refuted
@@ -22,8 +21,9 @@ EXIT_UNSOUND = 3
 DEFAULT_CHECK_TOL = 1e-6
 
 
-class UsageError(UserError):
-    """A bad combination of options (one-line message; printed as ``error: ...``)."""
+class UsageError(ArgumentError):
+    """A bad option value or combination of options (one-line message; printed as ``error: ...``, exit
+    status 1); an :class:`~cfmlir.api_args.ArgumentError`, as the API's bad arguments."""
 
 
 def _version() -> str:
@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=ENGINES, default="compiled", help="analysis engine (default: compiled)")
     p.add_argument("--no-sparse", action="store_true", help="compiled engine: dense torch tensors instead of g-BSCR")
     p.add_argument("--no-rewrite", action="store_true", help="compiled engine: compile without the domain rewrites")
-    p.add_argument("--batch-size", type=int, default=100, help="compiled engine: properties per batch (default 100)")
+    p.add_argument("--batch-size", type=int, default=100,
+                   help="compiled engine: properties per batch (default 100); with --vnnlib/--instances, the sub-boxes "
+                        "of input splitting per batch (default 256)")
     p.add_argument("--device", default="cpu", help="compiled engine: torch device (default cpu)")
     p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="compiled engine: floating-point type (default float64)")
@@ -76,11 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiled engine: widen every bound by a rigorous bound of its rounding errors, so that "
                         "it holds for the real-valued network (auto: on for float32, off for float64; off gives "
                         "raw float32 bounds, which rounding can make unsound by ~1e-5)")
-    p.add_argument("--check", dest="check", action="store_true", default=None,
+    p.add_argument("--check", dest="check", action=_CheckFlag, nargs=0, const=True, default=None,
                    help="check the computed bounds of every layer empirically (samples, box vertices, PGD); a value "
                         "outside its bounds certifies nothing and exits with status 3 (default: on for a .cf file, "
                         "off for a shipped certifier given by name)")
-    p.add_argument("--no-check", dest="check", action="store_false", help="no soundness check")
+    p.add_argument("--no-check", dest="check", action=_CheckFlag, nargs=0, const=False, help="no soundness check")
     p.add_argument("--check-tol", default=None, metavar="TOL",
                    help=f"relative tolerance of the check: a value v violates lower bound l if v < l - TOL*max(1,|l|) "
                         f"(default {DEFAULT_CHECK_TOL:g})")
@@ -187,20 +189,86 @@ def _positive_seconds(text) -> float:
 
 
 def parse_eps(text) -> float:
-    try:
-        eps = float(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"--eps must be a number, got '{text}'") from None
-    if not math.isfinite(eps) or not 0 <= eps <= 1:
-        raise UsageError(f"--eps must be in [0, 1] (pixel units), got {text}")
-    return eps
+    """``--eps``: a number in [0, 1] (the API's ``eps`` check, :func:`cfmlir.api_args.check_eps`)."""
+    return _usage(check_eps, text, "--eps")
 
 
 def parse_timeout(text) -> float:
+    """``--timeout``: seconds in (0, 1e6] (:func:`cfmlir.api_args.check_timeout`)."""
+    return _usage(check_timeout, text, "--timeout")
+
+
+def _usage(check, *a):
+    """``check(*a)`` with its :class:`~cfmlir.api_args.ArgumentError` as cf-run's :class:`UsageError`."""
     try:
-        t = float(text)
-    except (TypeError, ValueError):
-        raise UsageError(f"--timeout must be a number of seconds, got '{text}'") from None
-    if not math.isfinite(t) or t <= 0:
-        raise UsageError(f"--timeout must be a positive number of seconds, got {text}")
-    return t
+        return check(*a)
+    except ArgumentError as err:
+        raise UsageError(str(err)) from None
+
+
+class _CheckFlag(argparse.Action):
+    """``--check`` / ``--no-check``: sets ``check`` and records which were given (both is an error)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.check = self.const
+        namespace.check_flags = [*getattr(namespace, "check_flags", []), option_string]
+
+
+def given_options(argv) -> set[str]:
+    """The destinations of the options given on the command line ``argv`` (not left at their defaults)."""
+    p = build_parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    ns, _ = p.parse_known_args([str(a) for a in argv or []])
+    return set(vars(ns))
+
+
+def _mode(args) -> str:
+    return "instances" if args.instances is not None else "vnnlib" if args.vnnlib is not None else "dataset"
+
+
+def check_options(args) -> None:
+    """Refuse a bad value or combination of cf-run's flags before anything is compiled.  Every flag applies
+    to some mode (dataset, ``--vnnlib``, ``--instances``) or engine; one given where it would be ignored is
+    an error, never silently dropped (the rules: ``docs/errors.md``)."""
+    given = given_options(getattr(args, "argv", None))
+    mode = _mode(args)
+    for name, flag in (("batch_size", "--batch-size"), ("n", "--n")):
+        if getattr(args, name) is not None:
+            _usage(check_positive_int, getattr(args, name), flag)
+    args.device = _usage(check_device, args.device, "--device")
+    if args.timeout is not None:
+        args.timeout = parse_timeout(args.timeout)
+    if len(set(getattr(args, "check_flags", []))) > 1:
+        raise UsageError("--check and --no-check contradict each other: give one")
+    if args.engine == "interpreter":
+        # (--batch-size is the interpreter's batches too: of the check, the progress and the Ray tasks)
+        compiled_only = [f for d, f in (("no_sparse", "--no-sparse"), ("no_rewrite", "--no-rewrite")) if d in given]
+        if args.widen == "on":
+            compiled_only.append("--widen on")
+        if compiled_only:
+            raise UsageError(f"{', '.join(compiled_only)} {'applies' if len(compiled_only) == 1 else 'apply'} to the "
+                             "compiled engine only: the interpreter analyses one input at a time, in float64, unwidened")
+        _usage(check_interpreter_options, args.engine, args.device, args.dtype, ("--device", "--dtype"))
+    dataset_only = [f"--{d.replace('_', '-')}" for d in ("data", "eps", "n", "dataset", "layer_bounds") if d in given]
+    if mode == "vnnlib" and dataset_only:
+        raise UsageError(f"--vnnlib cannot be combined with {', '.join(dataset_only)} (dataset mode)")
+    if mode == "instances":
+        clash = [f"--{d}" for d in ("net", "vnnlib") if d in given] + dataset_only
+        if clash:
+            raise UsageError(f"--instances cannot be combined with {', '.join(clash)}")
+    if mode == "dataset":
+        vnnlib_only = [f"--{d.replace('_', '-')}" for d in ("timeout", "results", "split", "max_boxes") if d in given]
+        if vnnlib_only:
+            raise UsageError(f"{', '.join(vnnlib_only)} {'applies' if len(vnnlib_only) == 1 else 'apply'} to VNN-LIB "
+                             "properties (--vnnlib or --instances)")
+        if args.layer_bounds and not args.json:
+            raise UsageError("--layer-bounds adds every layer's bounds to the JSON: give --json OUT too")
+    if "max_boxes" in given and args.split == "off":
+        raise UsageError("--max-boxes applies to input splitting, which --split off turns off")
+    # VNN-LIB: a region is analysed as one box; --batch-size is the sub-boxes of input splitting per batch
+    args.batch_size_given = "batch_size" in given
+    if mode != "dataset" and args.batch_size_given and args.split == "off":
+        raise UsageError("--batch-size applies to input splitting with --vnnlib/--instances, which --split off turns off")
+    if getattr(args, "ray", None) is not None and mode == "vnnlib":
+        raise UsageError("--ray applies to dataset mode (--data) and --instances, not to one --vnnlib property")

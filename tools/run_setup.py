@@ -217,6 +217,9 @@ def parse_check(args):
             raise UsageError(f"--check-tol must be a finite number >= 0, got {args.check_tol}")
     on = args.check if args.check is not None else user_certifier(args)
     if not on:
+        if args.check_tol is not None:
+            why = "--no-check" if args.check is False else "a shipped certifier given by name is not checked unless --check"
+            raise UsageError(f"--check-tol applies to the soundness check, which is off here ({why})")
         return None
     return _SoundnessCheck(tol, "region" if args.vnnlib is not None else "sample")
 

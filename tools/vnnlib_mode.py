@@ -114,8 +114,9 @@ def _split(args, prog, net, prop, lows, check):
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     deadline = getattr(args, "split_deadline", None)
     max_boxes = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else MAX_BOXES_TIMED)
+    batch = {"batch_size": args.batch_size} if getattr(args, "batch_size_given", False) else {}  # else splitting's
     return decide_by_splitting(make_engine(args, prog), net, prop, verified, max_boxes=max_boxes,
-                               deadline=deadline, device=args.device, check=check)
+                               deadline=deadline, device=args.device, check=check, **batch)
 
 
 def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None, warning: str | None = None) -> int:

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 from cfmlir.interpreter import values as V
+from cfruntime import contract
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.callers import binary_caller
 
@@ -67,7 +68,8 @@ def map_expr(e, fv: V.FuncVal, poly: bool, result: str):
 
 
 def step_cap(rt) -> int:
-    return 4 * rt.num_neurons + 100
+    """The traverse step cap of the network (:func:`cfruntime.contract.traverse_step_cap`)."""
+    return contract.traverse_step_cap(rt.num_neurons)
 
 
 def traverse(rt, e: V.Poly, prio_fv: V.FuncVal, stop_fv: V.FuncVal, repl_fv: V.FuncVal, loc=None) -> V.Poly:

@@ -56,7 +56,10 @@ class Lowering:
                 op = cf.FlowOp(decl.direction, decl.priority, decl.stop, decl.transformer)
                 op.location = _loc(decl.loc)
                 ops.append(op)
-        return ModuleOp(ops)
+        module = ModuleOp(ops)
+        # the file, without a position: whole-module errors (an empty file, no flow) name it
+        module.location = _loc(Loc(self.checked.program.file, 0, 0))
+        return module
 
     def shape(self, decl: ast.ShapeDecl) -> cf.ShapeOp:
         members = [(p.name, to_cf(type_of_ref(p.type))) for p in decl.members]

@@ -1,4 +1,10 @@
-"""Recursive-descent parser for ConstraintFlow.
+"""Recursive-descent parser for ConstraintFlow (binary operators by precedence climbing).
+
+Algorithm: declarations and primary expressions by recursive descent; the binary levels below by
+precedence climbing (:meth:`Parser.parse_binary`), so that a parenthesised level costs a few Python
+frames, not one per precedence level.  An expression nested deeper than
+:data:`~cfmlir.syntax.nesting.MAX_NESTING` levels is refused with a located error (the parser counts
+its own nesting, and measures each finished body's tree: ``a + b + ... + z`` is a deep tree too).
 
 Grammar (see also the README's "The language" section)::
 
@@ -37,6 +43,7 @@ from cfmlir.diagnostics import CfError, Loc
 from cfmlir.dialects import cf_typing_rules as rules
 from cfmlir.syntax import ast
 from cfmlir.syntax.lexer import Token, TokenKind, tokenize
+from cfmlir.syntax.nesting import MAX_NESTING, deepest, too_deep
 
 #: Words that cannot be used as names.
 RESERVED = frozenset(
@@ -51,6 +58,12 @@ _OPERATOR_SPELLINGS.update({"rev_" + op.lower(): "rev_" + op for op in rules.FOR
 _OPERATOR_SPELLINGS.update({"maxpool2d": "Maxpool", "avgpool2d": "Avgpool", "linear": "Affine"})
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+#: Precedence of the comparisons (they do not chain).
+_CMP_PREC = 3
+#: Binary operator spelling -> (precedence, canonical operator); higher binds tighter.
+_BINARY = {"or": (1, "or"), "||": (1, "or"), "and": (2, "and"), "&&": (2, "and"),
+           **{c: (_CMP_PREC, c) for c in _COMPARISONS}, "In": (_CMP_PREC, "In"),
+           "+": (4, "+"), "-": (4, "-"), "*": (5, "*"), "/": (5, "/")}
 
 
 def canonical_operator(name: str) -> str | None:
@@ -63,6 +76,7 @@ class Parser:
         self.file = file
         self.toks = tokenize(text, file)
         self.pos = 0
+        self.nesting = 0  # expressions being parsed inside one another (see cfmlir.syntax.nesting)
 
     # -- token helpers ---------------------------------------------------------------------------
     @property
@@ -147,9 +161,9 @@ class Parser:
         self.expect("[")
         constraints: list[ast.Expr] = []
         if not self.at("]"):
-            constraints.append(self.parse_expr())
+            constraints.append(self.parse_top_expr())
             while self.accept(","):
-                constraints.append(self.parse_expr())
+                constraints.append(self.parse_top_expr())
         self.expect("]")
         self.expect("}")
         self.expect(";")
@@ -166,7 +180,7 @@ class Parser:
                 params.append(self.parse_param())
         self.expect(")")
         self.expect("=")
-        body = self.parse_expr()
+        body = self.parse_top_expr()
         self.expect(";")
         return ast.FuncDecl(name.text, params, body, start.loc)
 
@@ -184,7 +198,7 @@ class Parser:
                 raise CfError(op_tok.loc, f"unknown operator '{op_tok.text}'")
             self.next()
             self.expect("->")
-            body = self.parse_expr()
+            body = self.parse_top_expr()
             self.expect(";")
             rules.append(ast.Rule(op, body, op_tok.loc))
         self.expect("}")
@@ -208,59 +222,76 @@ class Parser:
         return ast.FlowDecl(d.text, prio.text, stop.text, tr.text, start.loc)
 
     # -- expressions -----------------------------------------------------------------------------
+    def parse_top_expr(self) -> ast.Expr:
+        """An expression that is not part of another (a body, a constraint), no deeper than
+        :data:`~cfmlir.syntax.nesting.MAX_NESTING` levels."""
+        e = self.parse_expr()
+        depth, node = deepest(e)
+        if depth > MAX_NESTING:
+            raise CfError(node.loc, too_deep(MAX_NESTING))
+        return e
+
+    def _deeper(self) -> None:
+        """Enter one more level of nesting; refused beyond :data:`~cfmlir.syntax.nesting.MAX_NESTING`
+        (long before Python's own recursion limit: a level costs the parser at most six frames)."""
+        if self.nesting >= MAX_NESTING:
+            raise CfError(self.tok.loc, too_deep(MAX_NESTING))
+        self.nesting += 1
+
     def parse_expr(self) -> ast.Expr:
-        cond = self.parse_or()
-        if self.at("?"):
+        self._deeper()
+        try:
+            cond = self.parse_binary(1)
+            if self.at("?"):
+                self.next()
+                then = self.parse_expr()
+                self.expect(":", "':' of the conditional expression")
+                other = self.parse_expr()
+                return ast.Ternary(cond=cond, then=then, otherwise=other, loc=cond.loc)
+            return cond
+        finally:
+            self.nesting -= 1
+
+    def _binary_op(self) -> tuple[int, str] | None:
+        """``(precedence, operator)`` of the binary operator at the current token, or None."""
+        t = self.tok
+        if t.kind in (TokenKind.PUNCT, TokenKind.IDENT):
+            return _BINARY.get(t.text)
+        return None
+
+    def parse_binary(self, min_prec: int) -> ast.Expr:
+        """Binary operators of precedence ``min_prec`` and above, by precedence climbing: operands of
+        a level are parsed in a loop (left-associative); only a tighter-binding right operand recurses."""
+        lhs = self.parse_unary()
+        while True:
+            found = self._binary_op()
+            if found is None or found[0] < min_prec:
+                return lhs
+            prec, op = found
             self.next()
-            then = self.parse_expr()
-            self.expect(":", "':' of the conditional expression")
-            other = self.parse_expr()
-            return ast.Ternary(cond=cond, then=then, otherwise=other, loc=cond.loc)
-        return cond
-
-    def _left_assoc(self, sub, ops: dict[str, str]) -> ast.Expr:
-        lhs = sub()
-        while self.tok.kind in (TokenKind.PUNCT, TokenKind.IDENT) and self.tok.text in ops:
-            op = ops[self.next().text]
-            rhs = sub()
+            rhs = self.parse_binary(prec + 1)
+            if prec == _CMP_PREC:
+                after = self._binary_op()
+                if after is not None and after[0] == _CMP_PREC:
+                    raise CfError(self.tok.loc, "comparisons do not chain; add parentheses")
             lhs = ast.Binary(op=op, lhs=lhs, rhs=rhs, loc=lhs.loc)
-        return lhs
-
-    def parse_or(self) -> ast.Expr:
-        return self._left_assoc(self.parse_and, {"or": "or", "||": "or"})
-
-    def parse_and(self) -> ast.Expr:
-        return self._left_assoc(self.parse_cmp, {"and": "and", "&&": "and"})
-
-    def parse_cmp(self) -> ast.Expr:
-        lhs = self.parse_add()
-        if self.tok.kind is TokenKind.PUNCT and self.tok.text in _COMPARISONS or self.at("In"):
-            op = self.next().text
-            rhs = self.parse_add()
-            if self.tok.kind is TokenKind.PUNCT and self.tok.text in _COMPARISONS or self.at("In"):
-                raise CfError(self.tok.loc, "comparisons do not chain; add parentheses")
-            return ast.Binary(op=op, lhs=lhs, rhs=rhs, loc=lhs.loc)
-        return lhs
-
-    def parse_add(self) -> ast.Expr:
-        return self._left_assoc(self.parse_mul, {"+": "+", "-": "-"})
-
-    def parse_mul(self) -> ast.Expr:
-        return self._left_assoc(self.parse_unary, {"*": "*", "/": "/"})
 
     def parse_unary(self) -> ast.Expr:
         t = self.tok
-        if self.at("-"):
+        if self.at("-") or self.at("!") or self.at("not"):
             self.next()
-            operand = self.parse_unary()
+            self._deeper()
+            try:
+                operand = self.parse_unary()
+            finally:
+                self.nesting -= 1
+            if t.text != "-":
+                return ast.Unary(op="!", operand=operand, loc=t.loc)
             if isinstance(operand, ast.IntLit):
                 return ast.IntLit(value=-operand.value, loc=t.loc)
             if isinstance(operand, ast.FloatLit):
                 return ast.FloatLit(value=-operand.value, loc=t.loc)
             return ast.Unary(op="-", operand=operand, loc=t.loc)
-        if self.at("!") or self.at("not"):
-            self.next()
-            return ast.Unary(op="!", operand=self.parse_unary(), loc=t.loc)
         return self.parse_postfix()
 
     def parse_args(self) -> list[ast.Expr]:
@@ -417,7 +448,7 @@ def parse(text: str, file: str = "<input>") -> ast.Program:
 def parse_expr(text: str, file: str = "<input>") -> ast.Expr:
     """Parse a single expression (used by tests and tools)."""
     p = Parser(text, file)
-    e = p.parse_expr()
+    e = p.parse_top_expr()
     if p.tok.kind is not TokenKind.EOF:
         raise CfError(p.tok.loc, f"unexpected {p.tok.describe()} after the expression")
     return e

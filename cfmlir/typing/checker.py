@@ -18,7 +18,10 @@ operand the rule blames).  The declaration-level checks are here:
 * a shape's constraints are Ct, and its members do not reuse metadata names;
 * a function does not return a tuple;
 * a rule returns a tuple with one value per shape member, each a subtype of the member's type;
-* a flow's priority and stop functions have types ``(Neuron) -> Float`` and ``(Neuron) -> Bool``.
+* a flow's priority and stop functions have types ``(Neuron) -> Float`` and ``(Neuron) -> Bool``;
+* a program has at most one flow (a second one is an error at its position, not ignored);
+* no expression nests deeper than :data:`~cfmlir.syntax.nesting.MAX_EXPANDED_NESTING` levels once the
+  functions it names are expanded (the compiler inlines them; see :mod:`cfmlir.syntax.nesting`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from cfmlir.dialects.cf_type_lattice import (
 )
 from cfmlir.dialects.cf_typing_rules import METADATA_TYPES, TypingError, operator_bindings
 from cfmlir.syntax import ast
+from cfmlir.syntax.nesting import MAX_EXPANDED_NESTING, deepest, too_deep
 
 
 def type_of_ref(ref: ast.TypeRef) -> Type:
@@ -62,6 +66,8 @@ class Checker:
         self.member_order: list[str] = []
         self.funcs: dict[str, tuple[ast.FuncDecl, FuncType]] = {}
         self.transformers: dict[str, ast.TransformerDecl] = {}
+        #: function -> the depth of its body with the functions it names expanded (cfmlir.syntax.nesting)
+        self.expanded_depth: dict[str, int] = {}
 
     # -- declarations ----------------------------------------------------------------------------
     def check(self) -> CheckedProgram:
@@ -70,6 +76,11 @@ class Checker:
             raise CfError(shapes[1].loc, "the shape is declared twice; a program has one 'def Shape'")
         if not shapes and self.program.transformers:
             raise CfError(self.program.transformers[0].loc, "transformer declared without a 'def Shape' declaration")
+        flows = self.program.flows
+        if len(flows) > 1:
+            first = flows[0].loc
+            raise CfError(flows[1].loc, f"a second 'flow' declaration (the first is at line {first.line}, column "
+                                        f"{first.col}); a certifier has one flow")
         for decl in self.program.decls:
             if isinstance(decl, ast.ShapeDecl):
                 self.check_shape(decl)
@@ -92,6 +103,7 @@ class Checker:
         env = {"curr": NEURON}
         for c in decl.constraints:
             t = self.expr(c, env)
+            self.check_expanded_depth(c, env)
             if not is_subtype(t, CT):
                 raise CfError(c.loc, f"a shape constraint must be a constraint (Ct), got {t}")
 
@@ -104,10 +116,25 @@ class Checker:
                 raise CfError(p.loc, f"parameter '{p.name}' is declared twice")
             env[p.name] = type_of_ref(p.type)
         ret = self.expr(decl.body, env)
+        depth = self.check_expanded_depth(decl.body, env)
         if isinstance(ret, TupleType):
             raise CfError(decl.body.loc, "a function cannot return a tuple; only transformer rules do")
         decl.ret = ret
         self.funcs[decl.name] = (decl, FuncType(tuple(env[p.name] for p in decl.params), ret))
+        self.expanded_depth[decl.name] = depth
+
+    def check_expanded_depth(self, body: ast.Expr, env: dict) -> int:
+        """The depth of ``body`` with the functions it names expanded in place; a located error beyond
+        :data:`~cfmlir.syntax.nesting.MAX_EXPANDED_NESTING` (at the name whose expansion is too deep)."""
+        def extra(n: ast.ExprBase) -> int:
+            if isinstance(n, ast.Var) and n.name not in env:
+                return self.expanded_depth.get(n.name, 0)
+            return 0
+
+        depth, node = deepest(body, extra)
+        if depth > MAX_EXPANDED_NESTING:
+            raise CfError(node.loc, too_deep(MAX_EXPANDED_NESTING, expanded=True))
+        return depth
 
     def check_transformer(self, decl: ast.TransformerDecl) -> None:
         if decl.name in self.transformers:
@@ -117,7 +144,9 @@ class Checker:
             if rule.op in seen:
                 raise CfError(rule.loc, f"transformer '{decl.name}' has two rules for '{rule.op}'")
             seen.add(rule.op)
-            t = self.expr(rule.body, operator_bindings(rule.op))
+            bindings = operator_bindings(rule.op)
+            t = self.expr(rule.body, bindings)
+            self.check_expanded_depth(rule.body, bindings)
             got = t.elems if isinstance(t, TupleType) else (t,)
             if len(got) != len(self.member_order):
                 raise CfError(

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from cfruntime import contract
 from cfruntime import tensor as gb
+from cfruntime.errors import RuleError
 from cfruntime.flow import parameters
 from cfruntime.flow.layout import layout_of
 from cfruntime.flow.store import ShapeStore
@@ -38,6 +40,10 @@ class LayerContext:
             self._sizes["prev"] = int(layer.maxpool.index_map.shape[1])
 
     # -- sizes and inputs ----------------------------------------------------------------------------
+    def traverse_cap(self) -> int:
+        """The most steps a per-neuron traverse loop may take on this network (the interpreter's cap)."""
+        return contract.traverse_step_cap(self.store.total)
+
     def size(self, expr: str) -> int:
         out = 1
         for f in expr.split("*"):
@@ -288,7 +294,7 @@ class LayerContext:
                 if r.coeff is not None:
                     coeff = r.coeff if coeff is None else gb.binary(coeff, r.coeff, "add")
                 const = _add(const, r.const)
-        raise RuntimeError("a layer-granular traverse did not finish (does the replacement re-introduce the layer it replaces?)")
+        raise RuleError("a layer-granular traverse did not finish (does the replacement re-introduce the layer it replaces?)")
 
     def _laying(self, k: int) -> "_Laying":
         """While a traverse step runs on layer ``k``: ``ctx.size('lay')`` is its size."""

@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import re
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from cfruntime import contract
-from cfruntime.errors import UserError
+from cfruntime.errors import RuleError, UserError
 from cfruntime import tensor as gb
 from cfruntime.flow import finite
 from cfruntime.flow import ops as rt
@@ -93,15 +93,27 @@ class CompiledCertifier:
 
     layer_granular: bool = False
     local_members: tuple[str, ...] = ()
+    #: operator -> (line, column) of its rule in the certifier's source, and that source's file name
+    rule_locations: dict = field(default_factory=dict)
+    file: str | None = None
 
     @classmethod
-    def from_source(cls, name: str, source: str) -> "CompiledCertifier":
+    def from_source(cls, name: str, source: str, file: str | None = None) -> "CompiledCertifier":
+        """Load an emitted module; ``file`` is the certifier's source file, for the positions of errors."""
         module = types.ModuleType(f"cfmlir_compiled_{name}")
         exec(compile(source, f"<compiled {name}>", "exec"), module.__dict__)  # noqa: S102 - our own output
         space = module.__dict__
         return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
                    source, space.get(contract.MODULE_LAYER_GRANULAR, False),
-                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())))
+                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())),
+                   dict(space.get(contract.MODULE_RULE_LOCATIONS, {})), file)
+
+    def where(self, op: str, layer) -> str:
+        """Where a rule failed: ``file:line:col: rule 'Relu' (layer 2, relu)`` (the certifier's name when its
+        position is unknown)."""
+        pos = self.rule_locations.get(op)
+        at = f"{self.file or self.name + '.cf'}:{pos[0]}:{pos[1]}: " if pos else f"certifier '{self.name}': "
+        return f"{at}rule '{op}' (layer {layer.index}, {layer.kind})"
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
@@ -252,6 +264,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
                 mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
+        except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source
+            raise exc.located(cert.where(op, layer)) from None
         except Exception as exc:  # an allocation failure becomes a located, retryable error
             if not _is_out_of_memory(exc):
                 raise

@@ -17,7 +17,7 @@ import math
 import torch
 
 from cfruntime import tensor as gb
-from cfruntime.errors import UserError
+from cfruntime.errors import RuleError
 from cfruntime.flow import host
 from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import RepeatBlock
@@ -28,15 +28,17 @@ from cfruntime.tensor.block_base import same_value
 MAX_LOOP_ITERATIONS = 100_000
 
 
-class LoopLimitError(UserError, RuntimeError):
+class LoopLimitError(RuleError):
     """A traverse of the certifier did not finish (a user error, as the interpreter's runaway traverse)."""
 
 
-def loop_guard():
-    """The iteration source of an emitted while loop."""
+def loop_guard(cap: int = MAX_LOOP_ITERATIONS):
+    """The iteration source of an emitted while loop (a traverse's steps): at most ``cap`` iterations
+    (:func:`cfruntime.contract.traverse_step_cap` of the network, as the interpreter's traverse)."""
     for i in itertools.count():
-        if i >= MAX_LOOP_ITERATIONS:
-            raise LoopLimitError(f"a traverse loop ran more than {MAX_LOOP_ITERATIONS} iterations")
+        if i >= cap:
+            raise LoopLimitError(f"traverse did not terminate after {cap} steps (does the replacement function "
+                                 "re-introduce the neurons it replaces?)")
         yield i
 
 

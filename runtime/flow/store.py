@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
+from cfruntime.errors import RuleError
 from cfruntime.flow.representation import Representation
 from cfruntime.flow.values import Affine
 
@@ -61,7 +62,7 @@ class ShapeStore:
         except KeyError:
             if (layer, name) in self.released:
                 raise RuntimeError(f"shape member '{name}' of layer {layer} was freed after its successors ran") from None
-            raise RuntimeError(f"shape member '{name}' of layer {layer} is read before it is computed") from None
+            raise RuleError(f"shape member '{name}' of layer {layer} is read before it is computed") from None
 
     def pad_sym(self, value: Affine, total_sym: int) -> Affine:
         """A stored SymExp with its coefficients extended (with zeros) to ``total_sym`` symbols."""

@@ -82,7 +82,7 @@ import torch
 import torch.nn.functional as F
 from onnx import numpy_helper
 
-from cfruntime.errors import NetworkError, UnsupportedOpError
+from cfruntime.errors import NetworkError, UnsupportedOpError, UserError
 from cfruntime.network.graph import DEFAULT_ALPHA, ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
 
 #: Supported ONNX op -> the layer kinds it becomes, each with when: ``((kind, when), ...)``; ``()`` for
@@ -343,7 +343,14 @@ def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
         model = onnx.load_from_string(gzio.read_bytes(path)) if gzio.is_gzip(path) else onnx.load(str(path))
     except Exception as e:  # protobuf DecodeError, corrupt gzip etc.
         raise NetworkError(f"not a valid ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
-    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
+    try:
+        return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
+    except UserError:
+        raise
+    except MemoryError as e:  # e.g. a shape of 2**40 rows
+        raise NetworkError(f"out of memory while loading the model ({_oneline(e)})", file=path) from None
+    except Exception as e:  # noqa: BLE001 - a malformed model the checks above let through: one line, the file
+        raise NetworkError(f"malformed ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
 
 
 def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False) -> Network:

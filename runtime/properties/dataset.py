@@ -135,10 +135,11 @@ def load_eran_csv(path: str | Path, dataset: str | None = None, *, start: int = 
                 vals.append(v)
             if not 0 <= vals[0] < n_cls:
                 raise DataError(f"label {vals[0]} out of range 0..{n_cls - 1}", file=path, line=lineno)
+            bad = next((c for c, v in enumerate(vals[1:]) if not 0 <= v <= 255), None)  # Python ints: any size
+            if bad is not None:
+                shown = str(vals[bad + 1]) if len(str(vals[bad + 1])) <= 20 else str(vals[bad + 1])[:17] + "..."
+                raise DataError(f"column {bad + 2}: pixel value {shown} out of range 0..255", file=path, line=lineno)
             pix = np.asarray(vals[1:], dtype=np.int64)
-            bad = np.flatnonzero((pix < 0) | (pix > 255))
-            if bad.size:
-                raise DataError(f"column {int(bad[0]) + 2}: pixel value {int(pix[bad[0]])} out of range 0..255", file=path, line=lineno)
             labels.append(vals[0])
             rows.append(pix.astype(np.uint8))
             lines.append(lineno)
@@ -200,6 +201,22 @@ def robustness_spec(labels: torch.Tensor, num_classes: int) -> torch.Tensor:
     return C.contiguous()
 
 
+def check_fits(images: EranImages, input_shape, num_classes: int | None, network: str | None = None) -> None:
+    """``images`` can be given to a network of ``input_shape`` with ``num_classes`` outputs."""
+    net = f"the network {Path(network).name}" if network else "the network"
+    values = DATASETS[images.dataset][0]
+    shape = tuple(int(s) for s in input_shape)
+    if values != int(np.prod(shape)):
+        raise PropertyError(f"{images.dataset} images of {values} values do not fit {net}'s input shape {shape} "
+                            f"({int(np.prod(shape))} values)", file=images.path)
+    if num_classes is not None and len(images):
+        bad = torch.nonzero(images.labels >= num_classes).flatten()
+        if bad.numel():
+            i = int(bad[0])
+            raise PropertyError(f"label {int(images.labels[i])} out of range 0..{num_classes - 1}: {net} has "
+                                f"{num_classes} outputs", file=images.path, line=images.lines[i])
+
+
 @dataclass
 class RobustnessProperty:
     """Local robustness of ``N`` samples, all in the network input space."""
@@ -222,9 +239,12 @@ class RobustnessProperty:
 
 
 def robustness_property(images: EranImages, eps: float, convention, input_shape,
-                        num_classes: int | None = None) -> RobustnessProperty:
+                        num_classes: int | None = None, network: str | None = None) -> RobustnessProperty:
     """Boxes + margin spec for every image of ``images`` (eps in [0,1] pixel units; ``convention`` as
-    in :func:`to_network_input`)."""
+    in :func:`to_network_input`).  Images that do not fit ``input_shape``, or a label of no class of the
+    ``num_classes`` outputs, is a :class:`PropertyError` naming the data file (and its line) and the
+    ``network`` (a file name, for the message)."""
+    check_fits(images, input_shape, num_classes, network)
     x01 = images.images_01()
     lo, hi = linf_box(x01, eps)
     k = num_classes or images.num_classes

@@ -40,6 +40,9 @@ from cfruntime.gzio import read_text
 
 _VAR_RE = re.compile(r"^([XY])_(\d+)$")
 _MAX_DISJUNCTS = 100000
+#: The most ``and``/``or`` alternations a formula may nest (a chain of one operator, such as
+#: ``(and a (and b (and c ...)))``, is flattened and may be of any length).
+MAX_FORMULA_DEPTH = 100
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,12 +237,15 @@ class _Parser:
         for conj in dnf:
             lb = np.full(self.n_in, -np.inf)
             ub = np.full(self.n_in, np.inf)
+            lb_line, ub_line = {}, {}  # input -> the line of the assert that gave its bound
             rows, bs = [], []
             for kind, payload, line in conj:
                 if kind == "x":
                     i, lo, hi = payload
-                    lb[i] = max(lb[i], lo)
-                    ub[i] = min(ub[i], hi)
+                    if lo > lb[i]:
+                        lb[i], lb_line[i] = lo, line
+                    if hi < ub[i]:
+                        ub[i], ub_line[i] = hi, line
                 else:
                     rows.append(payload[0])
                     bs.append(payload[1])
@@ -251,7 +257,9 @@ class _Parser:
                     raise self.err(f"no upper bound for {name}", self.decl[name])
             if np.any(lb > ub):
                 i = int(np.flatnonzero(lb > ub)[0])
-                raise self.err(f"empty input box: lower bound {lb[i]:g} > upper bound {ub[i]:g} for X_{i}", self.decl[f"X_{i}"])
+                lo_at, hi_at = lb_line[i], ub_line[i]
+                raise self.err(f"empty input box: X_{i} >= {lb[i]:g} (line {lo_at}) and X_{i} <= {ub[i]:g} (line {hi_at}) "
+                               "cannot both hold", max(lo_at, hi_at))
             key = (lb.tobytes(), ub.tobytes())
             reg = regions.setdefault(key, InputRegion(lb, ub, []))
             A = np.array(rows, dtype=np.float64).reshape(len(rows), self.n_out)
@@ -271,26 +279,42 @@ class _Parser:
             raise self.err(f"formula too large: more than {_MAX_DISJUNCTS} disjuncts in disjunctive normal form", line)
         return [a + b for a in d1 for b in d2]
 
-    def _dnf(self, f) -> list[list]:
+    def _operands(self, f, head: str) -> list:
+        """The operands of the ``and``/``or`` ``f`` with nested formulas of the same operator spliced in
+        (associativity), iteratively: a chain of any length becomes one level."""
+        out, todo = [], list(reversed(f[1:]))
+        while todo:
+            g = todo.pop()
+            if isinstance(g, _List) and g and not isinstance(g[0], _List) and g[0] == head:
+                if head == "or" and len(g) < 2:
+                    raise self.err("empty (or)", g.line)
+                todo.extend(reversed(g[1:]))
+            else:
+                out.append(g)
+        return out
+
+    def _dnf(self, f, depth: int = 1) -> list[list]:
         line = getattr(f, "line", 1)
         if not isinstance(f, _List) or not f:
             raise self.err(f"expected a formula, got '{f}'" if not isinstance(f, _List) else "empty formula '()'", line)
         head = f[0]
         if isinstance(head, _List):
             raise self.err("expected an operator", line)
+        if head in ("and", "or") and depth > MAX_FORMULA_DEPTH:
+            raise self.err(f"formula nested too deeply: more than {MAX_FORMULA_DEPTH} alternations of 'and' and 'or'", line)
         if head == "and":
             out = [[]]
-            for g in f[1:]:
-                out = self._and(out, self._dnf(g), line)
+            for g in self._operands(f, "and"):
+                out = self._and(out, self._dnf(g, depth + 1), line)
             return out
         if head == "or":
             if len(f) < 2:
                 raise self.err("empty (or)", line)
             out = []
-            for g in f[1:]:
-                out.extend(self._dnf(g))
-            if len(out) > _MAX_DISJUNCTS:
-                raise self.err(f"formula too large: more than {_MAX_DISJUNCTS} disjuncts", line)
+            for g in self._operands(f, "or"):
+                out.extend(self._dnf(g, depth + 1))
+                if len(out) > _MAX_DISJUNCTS:
+                    raise self.err(f"formula too large: more than {_MAX_DISJUNCTS} disjuncts", line)
             return out
         if head in ("<=", ">=", "<", ">"):
             return [[self._atom(f)]]

@@ -16,6 +16,18 @@ def mlp(sizes, activation="relu", seed=0):
     return network_from_model(mlp_model(weights, biases, acts, input_shape=(sizes[0],)))
 
 
+def mlp_file(path, inputs: int, outputs: int, input_shape=None, seed: int = 3, hidden: int = 4):
+    """Save a ReLU MLP ``inputs -> hidden -> outputs`` (first weights scaled by 0.05, so that pixel-sized
+    inputs stay small) as an ONNX file at ``path`` (input of ``input_shape``, default ``(inputs,)``)."""
+    import onnx
+
+    rng = np.random.default_rng(seed)
+    weights = [rng.standard_normal((hidden, inputs)).astype(np.float32) * 0.05,
+               rng.standard_normal((outputs, hidden)).astype(np.float32)]
+    onnx.save(mlp_model(weights, activations="relu", input_shape=input_shape or (inputs,)), str(path))
+    return path
+
+
 def boxes(n_in, batch=3, seed=1, radius=0.3):
     g = torch.Generator().manual_seed(seed)
     centre = torch.rand(batch, n_in, generator=g, dtype=torch.float64) * 2 - 1

@@ -130,7 +130,7 @@ def test_bad_spec_is_a_one_line_cf_error():
 
 def test_bad_engine_and_batch_size(net, certifiers):
     prop = cfmlir.robustness_property(net, default_data_path(), 0.005, n=1)
-    with pytest.raises(ValueError, match="unknown engine"):
+    with pytest.raises(ValueError, match="engine must be one of compiled, interpreter"):
         cfmlir.certify(certifiers["ibp"], net, prop, engine="nope")
     with pytest.raises(ValueError, match="batch_size"):
         cfmlir.certify(certifiers["ibp"], net, prop, batch_size=0)

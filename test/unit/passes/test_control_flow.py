@@ -96,7 +96,7 @@ def test_per_neuron_traverse_equals_interpreter(spec):
     prog = compile_source(text, str(path), spec)
     for rewrite in (True, False):
         cert = compile_certifier(text, str(path), pipeline_for(rewrite), use_cache=False)
-        assert not cert.layer_granular and "rt.loop_guard()" in cert.source
+        assert not cert.layer_granular and "rt.loop_guard(ctx.traverse_cap())" in cert.source
         for net_name, (net, radius) in SPEC_NETS.items():
             lb, ub = boxes(net.input_size, batch=2, seed=9, radius=radius)
             ref = [analyze(prog, net, lb[i], ub[i]) for i in range(2)]

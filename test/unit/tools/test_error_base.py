@@ -18,15 +18,16 @@ from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.passes.emit_python import EmitError
 from cfmlir.passes.shape_analysis import ShapeAnalysisError
 from cfmlir.tools import cf_opt, cf_plot, run_args, run_setup
-from cfruntime.errors import CfRuntimeError, DataError, NetworkError, UnsupportedOpError, UserError, VnnlibError
+from cfmlir.api_args import ArgumentError
+from cfruntime.errors import CfRuntimeError, DataError, NetworkError, RuleError, UnsupportedOpError, UserError, VnnlibError
 from cfruntime.flow.engine import EngineError, EngineOutOfMemory
 from cfruntime.flow.ops import LoopLimitError
 from cfruntime.flow.widening import WideningError
 
 USER_ERRORS = [CfError, IRError, ShapeAnalysisError, EmitError, CfRuntimeError, NetworkError, UnsupportedOpError,
                DataError, VnnlibError, InterpreterError, RayError, RemoteFailure, EngineError, EngineOutOfMemory,
-               WideningError, LoopLimitError, cf_plot.PlotError, run_args.UsageError, run_setup.ReportedError,
-               cf_opt._UsageError]
+               WideningError, LoopLimitError, RuleError, ArgumentError, cf_plot.PlotError, run_args.UsageError,
+               run_setup.ReportedError, cf_opt._UsageError]
 
 
 @pytest.mark.parametrize("cls", USER_ERRORS, ids=lambda c: c.__name__)
@@ -34,7 +35,7 @@ def test_every_user_error_has_the_one_root(cls):
     assert issubclass(cls, UserError)
 
 
-@pytest.mark.parametrize("cls", [EngineError, WideningError, LoopLimitError], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("cls", [EngineError, WideningError, LoopLimitError, RuleError], ids=lambda c: c.__name__)
 def test_engine_errors_stay_runtime_errors(cls):
     assert issubclass(cls, RuntimeError)  # code that caught them as RuntimeError still does
 
@@ -56,6 +57,11 @@ LINES = [
      "error: sums of 9 terms: no useful error bound"),
     (LoopLimitError("a traverse loop ran more than 100000 iterations"),
      "a traverse loop ran more than 100000 iterations", "error: a traverse loop ran more than 100000 iterations"),
+    (RuleError("shape member 'u' of layer 2 is read before it is computed").located("s.cf:9:13: rule 'Relu' (layer 2, relu)"),
+     "s.cf:9:13: rule 'Relu' (layer 2, relu): shape member 'u' of layer 2 is read before it is computed",
+     "error: s.cf:9:13: rule 'Relu' (layer 2, relu): shape member 'u' of layer 2 is read before it is computed"),
+    (ArgumentError("eps must be in [0, 1] (pixel units), got 2"), "eps must be in [0, 1] (pixel units), got 2",
+     "error: eps must be in [0, 1] (pixel units), got 2"),
     (run_args.UsageError("--n must be positive, got 0"), "--n must be positive, got 0", "error: --n must be positive, got 0"),
     (run_setup.ReportedError("error: x.cf:1:1: error: y"), "error: x.cf:1:1: error: y", "error: x.cf:1:1: error: y"),
     (cf_plot.PlotError("--dpi must be positive, got 0"), "--dpi must be positive, got 0",

@@ -179,7 +179,7 @@ def test_instances_missing_file_names_the_line(tmp_path):
 @pytest.mark.parametrize("args,what", [
     (["--instances", "/nonexistent/instances.csv"], "no such instances file"),
     (["--instances", "x.csv", "--net", "n.onnx"], "cannot be combined"),
-    (["--net", "n.onnx", "--data", "d.csv", "--eps", "0.1", "--results", "r.txt"], "apply to VNN-LIB"),
+    (["--net", "n.onnx", "--data", "d.csv", "--eps", "0.1", "--results", "r.txt"], "to VNN-LIB properties"),
     (["--vnnlib", "p.vnnlib", "--timeout", "0"], "--timeout must be a positive number"),
     (["--vnnlib", "p.vnnlib", "--timeout", "inf"], "--timeout must be a positive number"),
 ])

@@ -142,7 +142,7 @@ BASE = ["(declare-const X_0 Real)", "(declare-const Y_0 Real)", "(declare-const 
     (BASE + ["(assert (<= Y_0 0)))"], 6, "unbalanced parentheses: unexpected ')'"),
     (BASE[:3] + ["(assert (<= X_0 1))"], 1, "no lower bound for X_0"),
     (BASE[:3] + ["(assert (>= X_0 1))"], 1, "no upper bound for X_0"),
-    (BASE + ["(assert (<= X_0 -1))"], 1, "empty input box"),
+    (BASE + ["(assert (<= X_0 -1))"], 6, "empty input box: X_0 >= 0 (line 5) and X_0 <= -1 (line 6)"),  # the asserts, not the declaration
     (BASE + ["(assert (= Y_0 1))"], 6, "unsupported operator '='"),
     (BASE + ["(assert (<= (+ Y_0 Y_1) 1))"], 6, "no arithmetic"),
     (BASE + ["(assert (<= X_0 Y_0))"], 6, "input variables may only be compared with numbers"),
