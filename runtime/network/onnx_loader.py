@@ -119,6 +119,12 @@ _NO_BOUND = 3.4e38
 # ---------------------------------------------------------------------------------------------
 # values and stages
 # ---------------------------------------------------------------------------------------------
+
+def _text(name) -> str:
+    """A name from the model: protobuf hands a string field that is not valid UTF-8 (a damaged file) over as
+    bytes; names are only shown, so such bytes are decoded with replacement characters."""
+    return name if isinstance(name, str) else bytes(name).decode("utf-8", "replace")
+
 @dataclass
 class _Const:
     value: np.ndarray
@@ -386,7 +392,7 @@ class _Loader:
         return UnsupportedOpError(node.op_type, self.node_name(node), file=self.source, detail=detail)
 
     def node_name(self, node) -> str:
-        return node.name or (node.output[0] if node.output else "?")
+        return _text(node.name or (node.output[0] if node.output else "?"))
 
     # -- main ----------------------------------------------------------------------------------
     def run(self) -> Network:
@@ -414,7 +420,7 @@ class _Loader:
             raise self.err(f"expected exactly one output, found {len(g.output)}")
         inp = data_inputs[0]
         shape, lead = self.input_shape(inp)
-        self.layers.append(Layer(index=0, kind="input", shape=shape[lead:], name=inp.name))
+        self.layers.append(Layer(index=0, kind="input", shape=shape[lead:], name=_text(inp.name)))
         self.values.update(inits)
         self.values[inp.name] = _Lin(0, shape, [], lead)
 
@@ -450,7 +456,7 @@ class _Loader:
         last = self.materialize(out)
         if last != len(self.layers) - 1 or last == 0:
             raise self.err("the graph output is not a layer computed from the input")
-        return Network(self.layers, source=self.source, notices=self.notices, input_name=inp.name)
+        return Network(self.layers, source=self.source, notices=self.notices, input_name=_text(inp.name))
 
     def input_shape(self, inp) -> tuple[tuple, int]:
         """The data input's ONNX shape for one sample and ``lead`` (1 if its first dimension is the

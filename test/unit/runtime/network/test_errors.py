@@ -170,3 +170,18 @@ def test_bad_epsilon(eps):
 def test_label_out_of_range_in_spec():
     with pytest.raises(PropertyError):
         robustness_spec(torch.tensor([0, 10]), 10)
+
+
+def test_names_that_are_not_utf8_load_and_fold_a_margin(tmp_path):
+    """A damaged file whose node names are not valid UTF-8 (protobuf hands them over as bytes) loads with the
+    names decoded, and a margin layer folds into its last layer (a bytes name raised TypeError there: the
+    fuzz test's find)."""
+    model = mlp_model(*random_mlp_weights([3, 4, 2], seed=1))
+    for i, n in enumerate(model.graph.node):
+        n.name = f"QQ{i}"
+    p = tmp_path / "bad.onnx"
+    p.write_bytes(model.SerializeToString().replace(b"QQ", b"\xff\xfe"))
+    net = load_onnx(p)
+    assert all(isinstance(layer.name, str) for layer in net.layers)
+    margin = net.with_margin_layer(torch.tensor([[1.0, -1.0]], dtype=torch.float64))
+    assert margin.layers[-1].name.endswith("+margin")
