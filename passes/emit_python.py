@@ -21,7 +21,8 @@ transformer, members with their types and roles), ``RULES`` (operator name -> fu
 ``NOISE`` (fresh noise symbols per neuron made by each rule), ``LAYER_GRANULAR`` (no traverse
 decides per neuron, so the engine can plan its tensors from shapes) and ``LOCAL_MEMBERS`` (members
 read through a rule's predecessors only, so a layer's values of them can be freed once its
-successors are analysed).
+successors are analysed) and ``EXACT`` (per rule, which member values it computes without rounding:
+the tags :mod:`cfmlir.passes.exactness_analysis` left on the rule, for the float32 widening).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from cfmlir.diagnostics import CfError, Loc, loc_of
 from cfmlir.dialects import cftensor as ct
 from cfmlir.dialects.cftensor_metadata import is_uniform
+from cfmlir.passes.exactness_analysis import EXACT_ATTR
 from cfruntime import contract
 
 class EmitError(CfError):
@@ -334,12 +336,16 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
         raise DiagnosticException("-t python needs a lifted module: run --shape-analysis first (no cftensor.flow)")
     rules: list[tuple[str, str]] = []
     noise: dict[str, int] = {}
+    exact: dict[str, dict[str, str]] = {}
     for op in module.ops:
         if not isinstance(op, ct.RuleOp):
             continue
         fname = f"rule_{op.transformer.data}_{op.operator.data}"
         rules.append((op.operator.data, fname))
         noise[op.operator.data] = sum(1 for o in op.walk() if isinstance(o, ct.SymOp))
+        tags = op.attributes.get(EXACT_ATTR)
+        if tags is not None:
+            exact[op.operator.data] = {k: v.data for k, v in tags.data.items()}
         lines.append("")
         lines.append(f"def {fname}(rt, ctx):")
         results = emit_block(op.body.block, _Out(_Namer(), lines, "    "))
@@ -355,4 +361,5 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     lines.append(f"{contract.MODULE_LAYER_GRANULAR} = {granular!r}  # every traverse substitutes whole layers (no per-neuron loop)")
     local = _local_members(module, [m[0] for m in members])
     lines.append(f"{contract.MODULE_LOCAL_MEMBERS} = {local!r}  # read through a rule's predecessors only")
+    lines.append(f"{contract.MODULE_EXACT} = {exact!r}  # member values computed without rounding (exactness analysis)")
     return "\n".join(lines) + "\n"

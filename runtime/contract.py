@@ -77,5 +77,11 @@ OPERATOR_OF_KIND = {
 #: all neurons or a traverse: the engine may free them once a layer's successors are analysed).
 MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
 MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
+#: ``EXACT = {operator: {member: tag}}``: which member values a rule computes without rounding (the
+#: compiler's exactness analysis; tags ``transparent``, ``exact F K``, ``unit``, ``exact``, ``inexact``;
+#: a member or module without a tag is inexact)
+MODULE_EXACT = "EXACT"
+#: the ``EXACT`` key of a rule that substitutes polyhedra (a traverse or a loop): value ``"yes"``
+EXACT_SUBSTITUTES = "@substitutes"
 #: The rule inputs that name a layer's predecessors (``cftensor.input``).
 PREDECESSOR_INPUTS = ("prev", "prev_0", "prev_1")

@@ -92,6 +92,7 @@ class CompiledCertifier:
 
     layer_granular: bool = False
     local_members: tuple[str, ...] = ()
+    exact: dict = None  # {operator: {member: tag}} (contract.MODULE_EXACT): values computed without rounding
 
     @classmethod
     def from_source(cls, name: str, source: str) -> "CompiledCertifier":
@@ -100,7 +101,7 @@ class CompiledCertifier:
         space = module.__dict__
         return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
                    source, space.get(contract.MODULE_LAYER_GRANULAR, False),
-                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())))
+                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())), dict(space.get(contract.MODULE_EXACT, {})))
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
@@ -237,6 +238,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
                 mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+                for k, name, value in wide.take_fixups():  # a predecessor's constants moved after all
+                    store.replace(k, name, value)
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except Exception as exc:  # an allocation failure becomes a located, retryable error
