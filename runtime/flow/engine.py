@@ -166,10 +166,10 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
         return _run(cert, network, lb, ub, representation, dtype, device, widen)
 
 
-def _box(lb, ub, dtype, device, widen: bool):
+def _box(lb, ub, dtype, device, widen: bool, infs=None):
     """The boxes in ``dtype`` on ``device``: rounded outward when widening, else cast to nearest."""
     if widen:
-        return widening.box_to_dtype(lb, ub, dtype, device)
+        return widening.box_to_dtype(lb, ub, dtype, device, infs)
     return lb.to(device=device, dtype=dtype), ub.to(device=device, dtype=dtype)
 
 
@@ -198,11 +198,12 @@ def _full_precision_float32():
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
-    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
+    infs = []  # the (-inf, inf) scalars of the outward roundings, made once
+    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen, infs)
     box, bias_errors = (lb, ub), None
     if widen and widening.can_centre(network):
         # analysed in coordinates centred on the box (see cfruntime.flow.widening, section 0)
-        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype)
+        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype, infs)
     layers = network.layers
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND.get(layer.kind)

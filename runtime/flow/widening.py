@@ -179,21 +179,27 @@ def widened(dtype: torch.dtype) -> bool:
     return dtype in WIDENED_DTYPES
 
 
-def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None):
+def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None, infs=None):
     """``lb``/``ub`` cast to ``dtype`` on ``device`` rounded outward (one step down/up from the
     nearest), so that the cast box contains the given one; a plain cast when no rounding can happen
-    (same or narrower source)."""
+    (same or narrower source).  ``infs``: a list that receives the ``(-inf, inf)`` scalars made, for
+    :func:`centre_input`."""
     lo = lb.to(device=device, dtype=dtype)
     hi = ub.to(device=device, dtype=dtype)
     if not lb.dtype.is_floating_point or torch.finfo(lb.dtype).bits <= torch.finfo(dtype).bits:
         return lo, hi
-    return _outward(lo, hi)
+    return _outward(lo, hi, infs)
 
 
-def _outward(lo: torch.Tensor, hi: torch.Tensor):
+def _outward(lo: torch.Tensor, hi: torch.Tensor, infs=None):
     """``lo`` one representable number down, ``hi`` one up (a value rounded to nearest is then on the
-    right side of what it was rounded from)."""
-    return torch.nextafter(lo, lo.new_full((), -math.inf)), torch.nextafter(hi, hi.new_full((), math.inf))
+    right side of what it was rounded from); ``infs``: a list holding (or receiving) the two scalars."""
+    if not infs:
+        made = (lo.new_full((), -math.inf), hi.new_full((), math.inf))
+        if infs is not None:
+            infs.extend(made)
+        infs = made
+    return torch.nextafter(lo, infs[0]), torch.nextafter(hi, infs[1])
 
 
 # -- the input centred on its box ---------------------------------------------------------------------
@@ -257,15 +263,15 @@ def can_centre(network) -> bool:
     return bool(consumers) and all(l.kind == "affine" and l.preds == [0] for l in consumers)
 
 
-def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype):
+def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, infs=None):
     """``(network', d_lb, d_ub, bias_error)``: the network with ``x0`` (the box centres, in
     ``dtype``) folded into the biases of the input's consumers, the boxes ``lb - x0 <= d <= ub - x0``
     rounded outward, and per consumer layer the float64 error bound of its new bias (``{index:
-    [B, n]}``)."""
+    [B, n]}``).  ``infs``: the ``(-inf, inf)`` scalars of :func:`box_to_dtype`, when made."""
     from cfruntime.network.graph import Layer, Network
 
     x0 = ((lb + ub) * 0.5).to(dtype)
-    dl, du = _outward(lb - x0, ub - x0)  # exact (Sterbenz) or half an ulp off
+    dl, du = _outward(lb - x0, ub - x0, infs)  # exact (Sterbenz) or half an ulp off
     x64 = x0.to(torch.float64)
     xmax = None
     errs, layers = {}, []
@@ -824,15 +830,16 @@ class Widening:
         c_m = 2 * self._g(S + 5) + rc  # the diagonal substitution and the construction, per |a| + |b|
         c_w = 2 * (1 + 4 * self.u)  # |c_k| <= |c| (|a| + 2|b|) (1 + 3u) for the left term
         sf = self.safety
-        t = torch.add(left, mp, alpha=c_m / c_w) if left is not None else mp
-        ct = sf * c_w if left is not None else sf * c_m
+        # section 4's rc (m_k + 2 m_pred): 3 rc m_pred when m_k is the predecessor's, inside the
+        # (|a| + |b|) product when that is at least 1 (a 0/1 lower relaxation)
+        c_p = c_m + (3 * rc if unit and mk is mp else 0.0)
+        t = torch.add(left, mp, alpha=c_p / c_w) if left is not None else mp
+        ct = sf * c_w if left is not None else sf * c_p
         if isinstance(kabs, torch.Tensor):
             neg = self._full(kabs * (-sf * (2 * gn + rc)))
         else:
             neg = torch.full((self.batch, layer.size), -sf * (2 * gn + rc) * kabs, dtype=self.dtype, device=self.device)
-        if mk is mp:  # section 4's rc (m_k + 2 m_pred) in one term
-            neg.add_(mp, alpha=-sf * 3 * rc)
-        else:
+        if not (unit and mk is mp):
             neg.add_(mk, alpha=-sf * rc).add_(mp, alpha=-sf * 2 * rc)
         neg.addcmul_(ab, t, value=-ct)
         ae = (self.rho_post + rc) * _absolute_error(layer)
