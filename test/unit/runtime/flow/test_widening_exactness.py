@@ -89,3 +89,58 @@ def test_inexact_values_keep_their_term_and_dropping_it_is_unsound(rule):
     assert bool((l < rl).all()) and bool((u > ru).all())  # a term was added
     ml, mu, rl, ru = run(rule, {"l": "exact 1.0 1.0", "u": "exact 1.0 1.0"})
     assert bool((ml > rl).any()) or bool((mu < ru).any()), "the mutant without the term is not caught"
+
+
+def mlp3():
+    """input(6) - affine(8) - relu - affine(8) - relu - affine(3): a chain whose ReLUs are transparent."""
+    rng = np.random.default_rng(11)
+    ws = [rng.normal(size=s).astype(np.float32) for s in ((8, 6), (8, 8), (3, 8))]
+    bs = [rng.normal(size=s[0]).astype(np.float32) for s in ((8, 6), (8, 8), (3, 8))]
+    return network_from_model(mlp_model(ws, bs, "relu", input_shape=(6,)))
+
+
+def test_transparent_relu_bounds_are_the_clamps_of_the_pre_charged_affine_bounds():
+    """A ReLU's bounds get no term of their own (the affine layer before it carries the pre-charge
+    of every later sum over them, at least the ReLU's own); every other layer's are moved."""
+    from cfmlir.compiler import load_certifier_source
+    from cfruntime.flow.widening import Widening
+
+    cert = compile_certifier(*load_certifier_source("crown_ibp"), pipeline_for(True))
+    net = mlp3()
+    _, lb, ub = net_and_boxes()
+    res = run_certifier(cert, net, lb, ub, dtype=torch.float32, graph=False)
+    raw = run_certifier(cert, net, lb, ub, dtype=torch.float32, graph=False, widen=False)
+    for relu in (2, 4):
+        for m in ("l", "u"):
+            assert torch.equal(res.store.get(relu, m), res.store.get(relu - 1, m).clamp(min=0))
+    for k in (1, 3):  # affine layers: moved outward by their own term and the pre-charge
+        assert bool((res.store.get(k, "l") < raw.store.get(k, "l")).all())
+        assert bool((res.store.get(k, "u") > raw.store.get(k, "u")).all())
+    plan = Widening(cert, net, _rep(), BATCH).plan
+    assert [plan.float_kind[k][0] for k in range(6)] == ["input", "inexact", "transparent", "inexact", "transparent", "inexact"]
+    assert plan.rho[1] >= plan.rho[2] > 0 and plan.rho[3] >= plan.rho[4] > 0 and plan.rho[5] == 0
+
+
+def _rep():
+    from cfruntime.flow.representation import Representation
+
+    return Representation("planned", torch.float32, "cpu")
+
+
+def test_an_affine_layers_term_rides_on_its_relus_relaxations():
+    """CROWN-IBP/DeepPoly: an affine layer followed by ReLUs only keeps one expression for its lower
+    and upper polyhedra (its substitution error is charged on the ReLU's constants); the last layer's
+    polyhedra are never substituted and stay as made."""
+    from cfmlir.compiler import load_certifier_source
+
+    cert = compile_certifier(*load_certifier_source("deeppoly"), pipeline_for(True))
+    net = mlp3()
+    _, lb, ub = net_and_boxes()
+    res = run_certifier(cert, net, lb, ub, dtype=torch.float32, graph=False)
+    raw = run_certifier(cert, net, lb, ub, dtype=torch.float32, graph=False, widen=False)
+    for k in (1, 3, 5):
+        L, U = res.store.get(k, "L"), res.store.get(k, "U")
+        assert L.const is U.const and L.coeff is U.coeff  # one expression, constants not moved
+    for k in (2, 4):
+        L, U, rL, rU = res.store.get(k, "L"), res.store.get(k, "U"), raw.store.get(k, "L"), raw.store.get(k, "U")
+        assert bool((L.const < rL.const).all()) and bool((U.const > rU.const).all())
