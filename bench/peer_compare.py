@@ -22,7 +22,10 @@ certified counts from one untimed ``cfmlir.certify``.  TensorFloat-32 is off for
 are compared with auto_LiRPA's: IBP and CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
 bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
 
-Prints a table and writes ``bench/results/peer_compare[_cuda][_fixed_malloc].json``.  auto_LiRPA 0.7.1 lives in
+Our float32 bounds are widened against rounding by default (what ``cf-run`` and the API give:
+:mod:`cfruntime.flow.widening`; auto_LiRPA's are not); ``--widen off`` compares the raw float32 runs.
+Prints a table and writes ``bench/results/peer_compare[_cuda][_raw][_fixed_malloc].json`` (``_raw``:
+``--widen off``); ``bench/peer_table.py`` makes the markdown table of ``docs/performance.md`` from them.  auto_LiRPA 0.7.1 lives in
 ``../shared/peers`` (set-up in its README: ``onnx2pytorch`` and friends in this environment); without
 it the script says so and exits 0.
 """
@@ -319,13 +322,15 @@ def main() -> int:
     WIDEN = args.widen == "on"
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     certifiers = args.certifiers.split(",")
-    name = f"peer_compare{'_cuda' if device.type == 'cuda' else ''}{'_fixed_malloc' if args.malloc == 'fixed' else ''}.json"
+    name = (f"peer_compare{'_cuda' if device.type == 'cuda' else ''}{'' if WIDEN else '_raw'}"
+            f"{'_fixed_malloc' if args.malloc == 'fixed' else ''}.json")
     out = Path(args.out) if args.out else REPO / "bench" / "results" / name
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False, "widened": WIDEN,
                "repeat": args.repeat, "torch": torch.__version__,
                "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults", "runs": []}
-    print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
+    print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32 "
+          f"{'widened' if WIDEN else 'raw (--widen off)'}, warm, min of {args.repeat}")
     print(HEADER)
     for row in rows:
         results["runs"] += run_row(row, [c for c in certifiers if c in row.certifiers], device, args.repeat, args.n,

@@ -2,9 +2,10 @@
 
     python bench/peer_table.py bench/results/peer_compare.json bench/results/peer_compare_cuda.json
 
-One markdown row per (row, certifier); one column group per results file (its device in the header):
-our time / auto_LiRPA's time (ratio); then certified ours/peer (one entry when every file agrees), and
-the torch-op and host-sync counts of one certification (ours/peer) from the first file.  A margin column says whether the margins agreed within the benchmark's
+One markdown row per (row, certifier); one column group per results file (its device, and whether our
+bounds were widened, in the header): our time / auto_LiRPA's time (ratio); then certified ours/peer
+(one entry when every file agrees), and the torch-op and host-sync counts of one certification
+(ours/peer; one entry per file, in the files' order, where they differ).  A margin column says whether the margins agreed within the benchmark's
 tolerance, and with what (the timed run, or auto_LiRPA's dense-intermediate run for DeepPoly).
 """
 
@@ -36,8 +37,8 @@ def _agree(r: dict) -> str:
 
 def table(paths: list[Path]) -> str:
     files = [json.loads(p.read_text()) for p in paths]
-    heads = [f.get("gpu") or f"CPU, {f['threads']} threads" + (", fixed malloc" if isinstance(f.get("malloc"), dict) else "")
-             for f in files]
+    heads = [(f.get("gpu") or f"CPU, {f['threads']} threads") + (", fixed malloc" if isinstance(f.get("malloc"), dict) else "")
+             + {True: ", widened", False: ", raw"}.get(f.get("widened"), "") for f in files]
     lines = ["| row (batch, images) | certifier | " + " | ".join(f"{h}: ours / auto_LiRPA" for h in heads)
              + " | certified ours/peer | torch ops ours/peer | host syncs ours/peer | margins agree |",
              "|---" * (5 + len(files)) + "|---|"]
@@ -50,8 +51,8 @@ def table(paths: list[Path]) -> str:
         ok = [r for r in rs if r and r.get("status") == "ok"]
         certs = list(dict.fromkeys(f"{r['certified_ours']}/{r['certified_peer']}" for r in ok))
         cert = " · ".join(certs)  # one entry when every run certified the same
-        ops = f"{first['ops_ours']}/{first['ops_peer']}" if "ops_ours" in first else ""
-        syncs = f"{first['syncs_ours']}/{first['syncs_peer']}" if "syncs_ours" in first else ""
+        ops = " · ".join(dict.fromkeys(f"{r['ops_ours']}/{r['ops_peer']}" for r in ok if "ops_ours" in r))
+        syncs = " · ".join(dict.fromkeys(f"{r['syncs_ours']}/{r['syncs_peer']}" for r in ok if "syncs_ours" in r))
         agree = " · ".join(dict.fromkeys(_agree(r) for r in ok))
         batch = "/".join(dict.fromkeys(str(r["batch"]) for r in rs if r))  # per file where they differ
         lines.append(f"| {key[0]} ({batch}, {first['n']}) | {NAMES.get(key[1], key[1])} | "

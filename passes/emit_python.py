@@ -21,8 +21,9 @@ transformer, members with their types and roles), ``RULES`` (operator name -> fu
 ``NOISE`` (fresh noise symbols per neuron made by each rule), ``LAYER_GRANULAR`` (no traverse
 decides per neuron, so the engine can plan its tensors from shapes), ``LOCAL_MEMBERS`` (members
 read through a rule's predecessors only, so a layer's values of them can be freed once its
-successors are analysed) and ``RULE_LOCATIONS`` (each rule's line and column in the source, which the
-engine names when a rule cannot run).
+successors are analysed), ``RULE_LOCATIONS`` (each rule's line and column in the source, which the
+engine names when a rule cannot run) and ``EXACT`` (per rule, which member values it computes without
+rounding: the tags :mod:`cfmlir.passes.exactness_analysis` left on the rule, for the float32 widening).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from cfmlir.diagnostics import CfError, Loc, loc_of
 from cfmlir.dialects import cftensor as ct
 from cfmlir.dialects.cftensor_metadata import is_uniform
+from cfmlir.passes.exactness_analysis import EXACT_ATTR
 from cfruntime import contract
 
 class EmitError(CfError):
@@ -336,6 +338,7 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     rules: list[tuple[str, str]] = []
     noise: dict[str, int] = {}
     locations: dict[str, tuple[int, int]] = {}
+    exact: dict[str, dict[str, str]] = {}
     for op in module.ops:
         if not isinstance(op, ct.RuleOp):
             continue
@@ -345,6 +348,9 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
         if at.line > 0:
             locations[op.operator.data] = (at.line, at.col)
         noise[op.operator.data] = sum(1 for o in op.walk() if isinstance(o, ct.SymOp))
+        tags = op.attributes.get(EXACT_ATTR)
+        if tags is not None:
+            exact[op.operator.data] = {k: v.data for k, v in tags.data.items()}
         lines.append("")
         lines.append(f"def {fname}(rt, ctx):")
         results = emit_block(op.body.block, _Out(_Namer(), lines, "    "))
@@ -361,4 +367,5 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     local = _local_members(module, [m[0] for m in members])
     lines.append(f"{contract.MODULE_LOCAL_MEMBERS} = {local!r}  # read through a rule's predecessors only")
     lines.append(f"{contract.MODULE_RULE_LOCATIONS} = {locations!r}  # (line, column) of each rule in the source")
+    lines.append(f"{contract.MODULE_EXACT} = {exact!r}  # member values computed without rounding (exactness analysis)")
     return "\n".join(lines) + "\n"

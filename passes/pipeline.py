@@ -19,6 +19,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
+from cfmlir.passes.exactness_analysis import ExactnessPass
 from cfmlir.passes.loop_invariant_code_motion import LoopInvariantCodeMotion
 from cfmlir.passes.rewrite_broadcast_hoist import HoistBroadcast
 from cfmlir.passes.rewrite_clamp import ClampRewrite
@@ -157,15 +158,16 @@ ALL_PASSES: tuple[type[ModulePass], ...] = (
     ShapeAnalysisPass, TernaryToArithPass, ClampRewritePass, MatmulRewritePass, GuardedComparePass,
     NonzeroMaskPass, SplitInnerPass, MaskedReducePass, IntervalInnerPass, SubstitutePass, FoldPartsPass,
     FoldConstantsPass, DomainRewritesPass, UniformBranchPass, CommonSubexpressionElimination,
-    DeadCodeElimination, LoopInvariantCodeMotion,
+    DeadCodeElimination, LoopInvariantCodeMotion, ExactnessPass,
 )
 
 #: ``-p`` name -> pass class.
 PASSES: dict[str, type[ModulePass]] = {p.name: p for p in ALL_PASSES}
 
 DEFAULT_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "domain-rewrites", "cse",
-                    "cftensor-licm", "dce")
-NO_REWRITE_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "cftensor-licm", "dce")
+                    "cftensor-licm", "dce", "exactness")
+NO_REWRITE_PIPELINE = ("shape-analysis", "fold-parts", "fold-constants", "cse", "uniform-branch", "cftensor-licm", "dce",
+                       "exactness")
 
 
 def run_pipeline(module: ModuleOp, names: tuple[str, ...] | list[str], ctx: Context | None = None) -> None:

@@ -77,9 +77,17 @@ OPERATOR_OF_KIND = {
 #: all neurons or a traverse: the engine may free them once a layer's successors are analysed).
 MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
 MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
+#: ``EXACT = {operator: {member: tag}}``: which member values a rule computes without rounding (the
+#: compiler's exactness analysis; tags ``transparent``, ``exact F K``, ``unit``, ``exact``, ``inexact``;
+#: a member or module without a tag is inexact)
+MODULE_EXACT = "EXACT"
+#: the ``EXACT`` key of a rule that substitutes polyhedra (a traverse or a loop): value ``"yes"``
+EXACT_SUBSTITUTES = "@substitutes"
 #: ``RULE_LOCATIONS = {operator: (line, column)}``: where each rule is in the certifier's source (the
 #: engine names it when a rule cannot run: a member read before it is computed, a runaway traverse).
 MODULE_RULE_LOCATIONS = "RULE_LOCATIONS"
+
+
 def traverse_step_cap(num_neurons: int) -> int:
     """The most steps a traverse may take on a network of ``num_neurons`` neurons (a step substitutes the
     summands of least priority); more means its replacement re-introduces what it replaces.  The same cap

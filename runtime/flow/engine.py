@@ -96,6 +96,7 @@ class CompiledCertifier:
     #: operator -> (line, column) of its rule in the certifier's source, and that source's file name
     rule_locations: dict = field(default_factory=dict)
     file: str | None = None
+    exact: dict = None  # {operator: {member: tag}} (contract.MODULE_EXACT): values computed without rounding
 
     @classmethod
     def from_source(cls, name: str, source: str, file: str | None = None) -> "CompiledCertifier":
@@ -106,7 +107,8 @@ class CompiledCertifier:
         return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
                    source, space.get(contract.MODULE_LAYER_GRANULAR, False),
                    tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())),
-                   dict(space.get(contract.MODULE_RULE_LOCATIONS, {})), file)
+                   dict(space.get(contract.MODULE_RULE_LOCATIONS, {})), file,
+                   dict(space.get(contract.MODULE_EXACT, {})))
 
     def where(self, op: str, layer) -> str:
         """Where a rule failed: ``file:line:col: rule 'Relu' (layer 2, relu)`` (the certifier's name when its
@@ -190,10 +192,10 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     return res
 
 
-def _box(lb, ub, dtype, device, widen: bool):
+def _box(lb, ub, dtype, device, widen: bool, infs=None):
     """The boxes in ``dtype`` on ``device``: rounded outward when widening, else cast to nearest."""
     if widen:
-        return widening.box_to_dtype(lb, ub, dtype, device)
+        return widening.box_to_dtype(lb, ub, dtype, device, infs)
     return lb.to(device=device, dtype=dtype), ub.to(device=device, dtype=dtype)
 
 
@@ -222,11 +224,12 @@ def _full_precision_float32():
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
-    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
+    infs = []  # the (-inf, inf) scalars of the outward roundings, made once
+    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen, infs)
     box, bias_errors = (lb, ub), None
     if widen and widening.can_centre(network):
         # analysed in coordinates centred on the box (see cfruntime.flow.widening, section 0)
-        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype)
+        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype, infs)
     layers = network.layers
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND.get(layer.kind)
@@ -262,6 +265,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
                 mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+                for k, name, value in wide.take_fixups():  # a predecessor's constants moved after all
+                    store.replace(k, name, value)
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source

@@ -72,6 +72,11 @@ def binary(op: str, a, b):
     a, b = _real(a), _real(b)
     if _is_scalar(a) and _is_scalar(b):
         return host.binary(op, a, b)
+    # x + 0 and x - 0 are x (a PolyExp's constant 0 plus a bias): the value itself, no operation
+    if op in ("add", "sub") and _is_scalar(b) and b == 0 and _is_float(a):
+        return a
+    if op == "add" and _is_scalar(a) and a == 0 and _is_float(b):
+        return b
     a, b = _align_ranks(a, b)
     return gb.binary(a, b, op)
 
@@ -88,6 +93,10 @@ def mult(a, b):
         if _is_bool(m) and _is_scalar(x) and not isinstance(x, bool) and x == 0:
             return 0.0  # a mask times zero is zero everywhere: a number, not a tensor of zeros
     return prune(binary("mul", a, b))
+
+
+def _is_float(x) -> bool:
+    return not _is_scalar(x) and getattr(x, "dtype", torch.bool).is_floating_point
 
 
 def _is_bool(x) -> bool:

@@ -22,6 +22,14 @@ def _cache(source, rep: Representation) -> dict:
     return per_source.setdefault((rep.kind, rep.dtype, rep.device), {})
 
 
+def _batched_cache(layer, rep: Representation) -> dict:
+    """A batch's own layer's converted parameters, kept on that layer object (a new one per batch; a
+    CUDA graph's layer keeps the captured conversion, replayed on its refilled buffers): the rule and
+    the widening read them once."""
+    per_layer = layer.__dict__.setdefault("_engine_batched", {})
+    return per_layer.setdefault((rep.kind, rep.dtype, rep.device, id(layer.weight), id(layer.bias)), {})
+
+
 def _constant(w):
     """Mark a converted parameter (its parts) as never changing, so derived values may be kept on it."""
     if w is None:
@@ -48,9 +56,12 @@ def weight(layer, rep: Representation):
             cache["block"] = _constant(rep.diagonal_weight(g.scale)) if in_place else None
         if cache["block"] is not None:
             return cache["block"]
-    if layer.batched:  # a batch's own (margin) layer, maybe a CUDA graph's buffer: converted, never kept
-        w = layer.weight.to(rep.dtype)
-        return rep.tensor(w) if rep.sparse else w.to(rep.device)
+    if layer.batched:  # a batch's own (margin) layer, maybe a CUDA graph's buffer: converted once per layer object
+        cache = _batched_cache(layer, rep)
+        if "weight" not in cache:
+            w = layer.weight.to(rep.dtype)
+            cache["weight"] = rep.tensor(w) if rep.sparse else w.to(rep.device)
+        return cache["weight"]
     source = layer.weight if layer.linear_kind == "dense" else (layer.conv if layer.linear_kind == "conv" else layer.gather)
     cache = _cache(source, rep)
     if "matrix" not in cache:
@@ -72,7 +83,10 @@ def alpha(layer, rep: Representation) -> torch.Tensor:
 def bias(layer, rep: Representation) -> torch.Tensor:
     """``[1, size]`` (``[B, size]`` for a batched layer)."""
     if layer.batched:
-        return layer.bias.to(rep.dtype).to(rep.device)
+        cache = _batched_cache(layer, rep)
+        if "bias" not in cache:
+            cache["bias"] = layer.bias.to(rep.dtype).to(rep.device)
+        return cache["bias"]
     cache = _cache(layer.bias, rep)
     if "bias" not in cache:
         b = layer.bias.to(rep.dtype).to(rep.device)

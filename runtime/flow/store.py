@@ -40,6 +40,16 @@ class ShapeStore:
         self.values[name][layer] = value
         self._global.clear()
 
+    def replace(self, layer: int, name: str, value) -> None:
+        """Store another value of a layer's member (the widening's late correction, before any later
+        rule runs); the views of the old one are dropped."""
+        old = self.values[name].get(layer)
+        ids = {id(v) for v in (old, getattr(old, "coeff", None), getattr(old, "const", None)) if v is not None}
+        for key in [k for k, hit in self.views.items()
+                    if (k[0] == layer and k[1] == name) or (k[0] == "view" and id(hit[0]) in ids)]:
+            del self.views[key]
+        self.put(layer, name, value)
+
     def release(self, layer: int, names: list[str]) -> None:
         """Free a layer's values of the members ``names`` (PolyExp/SymExp members that every rule
         reads through its predecessors only: ``LOCAL_MEMBERS``), once every successor of ``layer``

@@ -84,14 +84,55 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
    magnitude); the formulas that cancel (Softplus's ``log(1 + exp(-|x|))``, Elu's ``exp(x) - 1``) also
    absolutely, by ``u``-sized amounts however small the result (:func:`_absolute_error`).
 
+7. **Exact values and shared terms** (certifiers without zonotopes; :class:`~cfruntime.flow.widening_plan.Plan`
+   decides per layer from the compiler's exactness tags, :mod:`cfmlir.passes.exactness_analysis`).
+
+   * *Nothing reads the last layer*: its Float bounds carry no pre-charge and its polyhedra are never
+     substituted, so they are left as the rule made them (its Float bounds get their own rounding only).
+   * *Exact Float bounds* (a clamp, max/min, selection, negation, power-of-two scaling of stored
+     bounds; ``|v| <= F m_pred + K``) round nothing: only the pre-charge, ``w = rho/(1 - rho) (F m_pred + K)``.
+   * *Transparent Float bounds* (per neuron 0 or ``F b`` with ``b`` the same neuron's stored bound of
+     the same role, ``F`` a power of two; ReLU's ``max(l, 0)``) need not even that: the predecessor is
+     pre-charged with ``rho`` at least this layer's, ``b = b0 - delta`` with ``delta >= rho m_pred``,
+     and every later concretisation term against ``x = F b`` (the stored value) either meets ``x = 0``
+     (an exact product, no rounding) or receives ``F delta >= rho |x|``: the term's own share of the
+     sum's rounding, as section 1 needs; ``m_k = F m_pred`` bounds ``|x|`` and the true values.
+   * *Inexact Float bounds* use ``mt = max(-lo, hi)`` for ``max(|lo|, |hi|)``: the rule is sound, so
+     ``lo - e <= v <= hi + e'`` with its own rounding ``e, e' <= rho_post M + A`` (``M = max(|lo|, |hi|)``),
+     hence ``lo - hi <= e + e'`` and ``M <= mt + max(0, lo - hi) <= (mt + 2A) / (1 - 2 rho_post)``: the
+     factor ``1 / (1 - 4 rho_post)`` on every term covers it.  ``m_k = mt + w >= max(-l, h)`` is exact
+     for the widened bounds (``l <= h`` as they are rigorous).  An affine layer's terms that no
+     magnitude scales (the bias's, ``eta``) are one tensor, made once per layer (per run for a centred
+     bias, in float64, with its cast and float64 errors), shared by its Float bounds and its polyhedra.
+   * *The input box* is exact (rounded outward in section 0): its Float bounds get the pre-charge only,
+     and its polyhedra (constants: the box) are those pre-charged bounds -- substituting them *is* a
+     concretisation against them, in the split, select or centre/radius form, each within section 1's
+     bound (``|c| + w/2 = max(|l|, |u|)`` for the centre/radius form).
+   * *An affine layer left to its successors*: when every successor of affine layer ``k`` is an
+     element-wise layer whose rule substitutes nothing, and ``k``'s lower and upper polyhedra are one
+     expression, its ``omega_k`` (section 2) is not subtracted from its constants (which would make a
+     back-substitution through it split its coefficients by sign) but charged on each successor's
+     diagonal relaxation pair ``a z + kL``, ``b z + kU``: a substitution through the successor makes the
+     coefficients over ``k`` from ``x`` as ``x+ a + x- b`` (select form) or ``x+ (a - b) + x b`` (in
+     place), so ``|c_k| <= |x| (|a| + 2|b|) (1 + 3u)``, and moving both of the successor's constants by
+     ``2 (1 + 4u) (|a| + |b|) omega_k`` more subtracts at least ``|c_k| . omega_k`` in every traverse
+     that reaches ``k`` (all pass through a successor).  A successor whose pair is not one diagonal over
+     ``k`` makes the engine move ``k``'s constants after all (before any later rule runs).
+   * *A diagonal relaxation pair* (section 2's diagonal case with section 4's construction error) is
+     one per-neuron ``omega``, formed negative in place and added to both constants: ``(2 gamma(n + S + 4)
+     + rc) (|kL| + |kU|)`` bounds the constant terms (``max + |difference| + rc (|kL| + |kU|)``), a 0/1
+     lower relaxation (``unit``) has ``|a| <= 1``, and ``rc (m_k + 2 m_pred)`` is ``3 rc m_pred`` when
+     ``m_k`` is the predecessor's.
+
 Every quantity above is itself computed in float (a sum of at most ``K_max`` terms), so every
 widening is multiplied by ``SAFETY = 1 + 2 gamma(K_max + 16)``.
 
-Cost: per layer about 20 elementwise operations on ``[B, n]`` tensors (every widening is one linear
-combination of magnitudes, :func:`_lincomb`: one fused ``add(alpha=)`` per term), one ``|coeff| . m``
-product per stored polyhedron pair (``|W|`` is memoised for weights; an activation's diagonal pair is
-elementwise) and one ``|coeff|`` row sum per zonotope; no host syncs, no change to the rules or the
-traverses.
+Cost (section 7's forms, no zonotopes): a transparent layer (ReLU's bounds) none; an inexact affine
+layer 6 elementwise operations for its Float bounds and one ``addmm`` (``|W|^T`` memoised) for its
+polyhedra; a diagonal relaxation pair about 8; the input 5; the centring about 15 per batch.  With
+zonotopes (section 3) every layer's widening is one linear combination of magnitudes
+(:func:`_lincomb`), about 20 elementwise operations, one ``|coeff| . m`` product per stored polyhedron
+pair and one ``|coeff|`` row sum per zonotope.  No host syncs, no change to the rules or the traverses.
 """
 
 from __future__ import annotations
@@ -103,7 +144,7 @@ import torch
 from cfruntime import contract
 from cfruntime.errors import UserError
 from cfruntime import tensor as gb
-from cfruntime.flow import parameters
+from cfruntime.flow import parameters, widening_plan
 from cfruntime.flow.values import Affine
 from cfruntime.tensor import ConvBlock, DiagonalBlock, PatchesBlock, Segmented
 from cfruntime.tensor.segmented_ops import _abs_of, _dot_last
@@ -138,17 +179,27 @@ def widened(dtype: torch.dtype) -> bool:
     return dtype in WIDENED_DTYPES
 
 
-def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None):
-    """``lb``/``ub`` cast to ``dtype`` on ``device`` rounded outward (down/up), so that the cast box
-    contains the given one; a plain cast when no rounding can happen (same or narrower source)."""
+def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None, infs=None):
+    """``lb``/``ub`` cast to ``dtype`` on ``device`` rounded outward (one step down/up from the
+    nearest), so that the cast box contains the given one; a plain cast when no rounding can happen
+    (same or narrower source).  ``infs``: a list that receives the ``(-inf, inf)`` scalars made, for
+    :func:`centre_input`."""
     lo = lb.to(device=device, dtype=dtype)
     hi = ub.to(device=device, dtype=dtype)
     if not lb.dtype.is_floating_point or torch.finfo(lb.dtype).bits <= torch.finfo(dtype).bits:
         return lo, hi
-    src_l, src_u = lb.to(device=device), ub.to(device=device)
-    lo = torch.where(lo.to(src_l.dtype) > src_l, torch.nextafter(lo, lo.new_full((), -math.inf)), lo)
-    hi = torch.where(hi.to(src_u.dtype) < src_u, torch.nextafter(hi, hi.new_full((), math.inf)), hi)
-    return lo, hi
+    return _outward(lo, hi, infs)
+
+
+def _outward(lo: torch.Tensor, hi: torch.Tensor, infs=None):
+    """``lo`` one representable number down, ``hi`` one up (a value rounded to nearest is then on the
+    right side of what it was rounded from); ``infs``: a list holding (or receiving) the two scalars."""
+    if not infs:
+        made = (lo.new_full((), -math.inf), hi.new_full((), math.inf))
+        if infs is not None:
+            infs.extend(made)
+        infs = made
+    return torch.nextafter(lo, infs[0]), torch.nextafter(hi, infs[1])
 
 
 # -- the input centred on its box ---------------------------------------------------------------------
@@ -164,6 +215,18 @@ def _f64_source(layer, device):
                      src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
                      if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
     return memo[key]
+
+
+def _dense64(layer, device, g: float):
+    """A dense layer's float64 ``(W^T, b [1, n], g |b|, rowsum |W| [1, n])`` on ``device`` (made once,
+    kept on its weight)."""
+    w, rs = _f64_source(layer, device)
+    memo = layer.weight.__dict__.setdefault("_cf_dense64", {})
+    key = (str(device), g, id(layer.bias))
+    if key not in memo:
+        b = layer.bias.to(device=device, dtype=torch.float64).unsqueeze(0)
+        memo[key] = (w.t(), b, b.abs() * g, rs.reshape(1, -1), layer.bias)
+    return memo[key][:4]
 
 
 def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
@@ -200,26 +263,32 @@ def can_centre(network) -> bool:
     return bool(consumers) and all(l.kind == "affine" and l.preds == [0] for l in consumers)
 
 
-def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype):
+def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, infs=None):
     """``(network', d_lb, d_ub, bias_error)``: the network with ``x0`` (the box centres, in
     ``dtype``) folded into the biases of the input's consumers, the boxes ``lb - x0 <= d <= ub - x0``
     rounded outward, and per consumer layer the float64 error bound of its new bias (``{index:
-    [B, n]}``)."""
+    [B, n]}``).  ``infs``: the ``(-inf, inf)`` scalars of :func:`box_to_dtype`, when made."""
     from cfruntime.network.graph import Layer, Network
 
     x0 = ((lb + ub) * 0.5).to(dtype)
-    dl, du = lb - x0, ub - x0
-    down, up = dl.new_full((), -math.inf), du.new_full((), math.inf)
-    dl, du = torch.nextafter(dl, down), torch.nextafter(du, up)  # exact (Sterbenz) or half an ulp off
+    dl, du = _outward(lb - x0, ub - x0, infs)  # exact (Sterbenz) or half an ulp off
     x64 = x0.to(torch.float64)
+    xmax = None
     errs, layers = {}, []
     for l in network.layers:
         if l.index > 0 and 0 in l.preds:
-            b = l.bias.to(device=x64.device, dtype=torch.float64)
-            nb = _matvec64(l, x64) + (b if b.dim() == 2 else b.unsqueeze(0))
             fan = l.size if l.linear_kind == "gather" else (
                 l.conv.kernel[0].numel() if l.linear_kind == "conv" else l.weight.shape[-1])
-            errs[l.index] = gamma(fan + 2, U64) * (_row_abs_sum64(l, x64.device) * x64.abs().amax(1, keepdim=True) + b.abs())
+            g = gamma(fan + 2, U64)
+            xmax = x64.abs().amax(1, keepdim=True) if xmax is None else xmax
+            if l.linear_kind == "dense" and l.weight.dim() == 2 and l.bias.dim() == 1:
+                wt, b, gb_abs, rs = _dense64(l, x64.device, g)
+                nb = torch.addmm(b, x64, wt)  # b + W x0
+                errs[l.index] = torch.addcmul(gb_abs, rs, xmax, value=g)  # g (rowsum|W| max|x0| + |b|)
+            else:
+                b = l.bias.to(device=x64.device, dtype=torch.float64)
+                nb = _matvec64(l, x64) + (b if b.dim() == 2 else b.unsqueeze(0))
+                errs[l.index] = g * (_row_abs_sum64(l, x64.device) * xmax + b.abs())
             l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
                       linear_kind=l.linear_kind, weight=l.weight, bias=nb, conv=l.conv, gather=l.gather,
                       maxpool=l.maxpool)
@@ -313,6 +382,14 @@ def _abs_diff(a, b, ka, kb):
     return _abs_const(_const(a) - _const(b))
 
 
+def _memo_t_abs(part: torch.Tensor) -> torch.Tensor:
+    """``|W|^T`` ``[pred, n]`` of a dense weight part ``[1, n, pred]`` (made once, kept on it)."""
+    memo = part.__dict__.setdefault("_cf_abs", {})
+    if "t" not in memo:
+        memo["t"] = part[0].abs().t()
+    return memo["t"]
+
+
 def _memo_abs(t: torch.Tensor) -> torch.Tensor:
     """``|t|`` of a parameter tensor kept for the whole network (made once, kept on it)."""
     memo = t.__dict__.setdefault("_cf_abs", {})
@@ -374,13 +451,17 @@ def _exact_in(t: torch.Tensor | None, dtype: torch.dtype) -> bool:
     return memo[dtype]
 
 
+def _weight_source(layer):
+    return layer.weight if layer.linear_kind == "dense" else (
+        layer.conv.kernel if layer.linear_kind == "conv" else layer.gather.scale)
+
+
 def exact_parameters(layer, dtype: torch.dtype) -> bool:
     """Whether the layer's weights and bias are the same numbers in ``dtype`` (a per-batch margin
     layer or bias is never checked: it changes with every batch, a CUDA graph's buffer included)."""
     if layer.batched or layer.bias.dim() != 1 or layer.bias.device.type != "cpu":
         return False
-    src = layer.weight if layer.linear_kind == "dense" else (
-        layer.conv.kernel if layer.linear_kind == "conv" else layer.gather.scale)
+    src = _weight_source(layer)
     return src.device.type == "cpu" and _exact_in(src, dtype) and _exact_in(layer.bias, dtype)
 
 
@@ -437,6 +518,18 @@ def _move(c, w, sign: int):
     return c + w if sign > 0 else c - w
 
 
+class _Lazy:
+    """A value made on first call (the weight terms, which the fast forms do not need)."""
+
+    def __init__(self, make) -> None:
+        self.make, self.value = make, None
+
+    def __call__(self):
+        if self.value is None:
+            self.value = self.make()
+        return self.value
+
+
 class Widening:
     """The widening of one run: per layer, the magnitudes of the stored bounds and expressions."""
 
@@ -471,10 +564,17 @@ class Widening:
         self.rho_post = gamma(POST_OPS, u)
         self.rho_c = gamma(CONSTRUCTION_OPS, u)
         self.eta = torch.finfo(rep.dtype).tiny * 2.0 ** 26
-        self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device)  # every m_j, [B, N]
-        self._m_views: dict[int, torch.Tensor] = {}
         self.mag_z: dict[int, torch.Tensor] = {}  # layer -> Mag(Z) (slack included)
         self.slack: dict[int, torch.Tensor] = {}  # layer -> zonotope slack not absorbed
+        # with zonotopes, every layer's m_k lives in one [B, N] buffer (the general path, section 3);
+        # without, per layer (:class:`~cfruntime.flow.widening_plan.Plan`: exact values, shared tensors)
+        self.plan = None if self.zono else widening_plan.Plan(cert, network, self.rho_pre)
+        self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device) if self.plan is None else None
+        self.mags: dict[int, torch.Tensor] = {}  # layer -> m_k [B, n] (fast path)
+        self.pending: dict[int, tuple] = {}  # affine layer -> (omega, L, U) left to its successors' polyhedra
+        self.fixups: list[tuple[int, str, object]] = []  # (layer, member, value) the engine stores again
+        self._bases: dict[int, torch.Tensor] = {}  # centred layer -> its widening's bias terms (this run)
+        self._m_views: dict[int, torch.Tensor] = {}
 
     # -- counts ---------------------------------------------------------------------------------------
     def _g(self, n: float) -> float:
@@ -493,12 +593,32 @@ class Widening:
         return col_count(p) if (p is not None and self.cert.layer_granular) else self.total
 
     def _m(self, k: int) -> torch.Tensor:
-        """``m_k``: layer ``k``'s columns of :attr:`m` (one view per layer, made once)."""
+        """``m_k`` ``[B, n_k]``: layer ``k``'s columns of :attr:`m` (one view per layer, made once), or its
+        own tensor (fast path)."""
+        if self.m is None:
+            return self.mags[k]
         view = self._m_views.get(k)
         if view is None:
             l = self.network.layers[k]
             view = self._m_views[k] = self.m[:, l.offset:l.offset + l.size]
         return view
+
+    def _cols(self, start: int, width: int) -> torch.Tensor:
+        """Every ``m_j`` of the columns ``[start, start + width)`` (of all neurons), ``[B, width]``."""
+        if self.m is not None:
+            return self.m[:, start:start + width]
+        k = self.plan.layer_at.get((start, width))
+        if k is not None and k in self.mags:
+            return self.mags[k]
+        return self._m_all()[:, start:start + width]
+
+    def _m_all(self) -> torch.Tensor:
+        """``[B, N]``: every layer's ``m_j`` side by side (0 for layers not analysed yet)."""
+        if self.m is not None:
+            return self.m
+        return torch.cat([self._full(self.mags[l.index]) if l.index in self.mags else
+                          torch.zeros(self.batch, l.size, dtype=self.dtype, device=self.device)
+                          for l in self.network.layers], 1)
 
     def _full(self, t):
         if not isinstance(t, torch.Tensor):
@@ -515,6 +635,8 @@ class Widening:
         """The widened member values of ``layer`` (``values``: name -> materialised value).  ``fresh``:
         the rule made one fresh noise symbol per neuron, the first at ``sym_start`` (the input layer's
         generators count as such)."""
+        if self.plan is not None:
+            return self._apply_planned(layer, values)
         k = layer.index
         lo, hi = values[self.lo], values[self.hi]
         mt = torch.maximum(lo.abs(), hi.abs())  # m~: the rule's own (unwidened) magnitude
@@ -554,6 +676,197 @@ class Widening:
             self.mag_z[k] = _lincomb([(1, rad), (1, cabs), (1, s)])
         return out
 
+    # -- the planned path (no zonotopes): exact values, shared terms ----------------------------------
+    def _apply_planned(self, layer, values: dict) -> dict:
+        """Section 7: Float bounds by their kind in the plan, polyhedra by their form."""
+        k = layer.index
+        out = dict(values)
+        out[self.lo], out[self.hi] = l, h = self._float_bounds(layer, values[self.lo], values[self.hi])
+        extra = _Lazy(lambda: self._weight_terms(layer) if k > 0 else [])
+        for lname, uname in self.pairs:
+            L, U = values[lname], values[uname]
+            if not self.plan.succ[k]:  # the last layer: nothing substitutes its polyhedra
+                continue
+            if k == 0 and L.coeff is None and U.coeff is None:
+                # the box: substituting it is a concretisation against the pre-charged Float bounds
+                out[lname], out[uname] = Affine(None, l), Affine(None, h)
+                continue
+            out[lname], out[uname] = self._pair(layer, lname, uname, L, U, extra)
+        return out
+
+    def _float_bounds(self, layer, lo, hi):
+        """The stored Float bounds of ``layer`` and its ``m_k`` (kept in :attr:`mags`)."""
+        k = layer.index
+        kind, f, K = self.plan.float_kind[k]
+        rho = self.plan.rho[k]
+        if kind == "transparent":  # the predecessor's pre-charge passes through (section 7)
+            mp = self._m(layer.preds[0])
+            self.mags[k] = mp if f <= 1 else mp * f
+            return lo, hi
+        if kind in ("input", "exact"):  # no rounding of their own: the pre-charge only
+            src = torch.maximum(-lo, hi) if kind == "input" else self._pred_m(layer)
+            c = rho / (1 - rho)  # of the widened magnitude: w = rho (m + w)
+            if c == 0:
+                l, h = lo, hi
+            elif K == 0:
+                f = 1.0 if kind == "input" else f
+                l, h = torch.sub(lo, src, alpha=c * f), torch.add(hi, src, alpha=c * f)
+            else:
+                w = torch.add(src * (c * f), c * K)
+                l, h = lo - w, hi + w
+            if self.plan.succ[k]:
+                self.mags[k] = src * (1 + c) if kind == "input" else torch.maximum(-l, h)
+            return l, h
+        # inexact: the rule's own rounding (sections 2, 5, 6) and the pre-charge; mt = max(-lo, hi)
+        # bounds max(|lo|, |hi|) up to the rule's own error (section 7), hence the factor 1/(1 - 4 rho_post)
+        mt = torch.maximum(-lo, hi)
+        c = self._float_c(k)
+        a = c * (self.eta + (self.rho_post + self.rho_c) * _absolute_error(layer))
+        base = self._affine_base(layer) if layer.kind == "affine" else None
+        if base is None:
+            terms = [(c * (rho + self.rho_post), mt), (1.0, a)]
+            terms += [(c * f2, v) for f2, v in (self._weight_terms(layer) if k > 0 else [])]
+            w = self._full(_lincomb(terms))
+        else:
+            w = torch.add(base, mt, alpha=c * (rho + self.rho_post))
+        l, h = lo - w, hi + w
+        if self.plan.succ[k]:
+            self.mags[k] = mt + w  # >= max(-l, h) >= max(|l|, |h|) (rounding is monotone; l <= h)
+        return l, h
+
+    def _float_c(self, k: int) -> float:
+        """The factor of every term of layer ``k``'s inexact Float widening (section 7)."""
+        return self.safety / ((1 - self.plan.rho[k]) * (1 - 4 * self.rho_post))
+
+    def _affine_base(self, layer):
+        """Every term of an affine layer's widening that no magnitude of this run scales, as one
+        tensor ``[1 or B, n]``: ``c ((gamma(S + 2) + gamma(n + S + 4)) |b| + eta)`` (sections 2 and 6:
+        the bias, a traverse's constants, a substitution's constant sum), for a centred bias (section
+        0) also its cast and float64 errors -- one tensor for the Float bounds and the polyhedra
+        (``c``: :meth:`_float_c`, at least ``safety``).  None when the terms are more (weights that
+        do not survive the cast, a batch's own margin layer)."""
+        k = layer.index
+        c = self._float_c(k)
+        gsum = self._g(self.S + 2) + self._g(self._sum_len(k) + self.S + 4)
+        if k in self.bias_errors:
+            if _weight_source(layer).device.type != "cpu" or not _exact_in(_weight_source(layer), self.dtype):
+                return None
+            hit = self._bases.get(k)
+            if hit is None:  # computed in float64, rounded up by the 1 / (1 - u) (the cast's rounding)
+                f = c / (1 - self.u)
+                t = layer.bias.abs().mul_(f * (gsum + self._g(2))).add_(self.bias_errors[k], alpha=f * (1 + 4 * self.u))
+                hit = self._bases[k] = t.add_(f * self.eta).to(self.dtype)
+            return hit
+        if layer.batched or not exact_parameters(layer, self.dtype):
+            return None
+        b = parameters.bias(layer, self.rep)
+        memo = b.__dict__.setdefault("_cf_wide_bias", {})
+        key = (c, gsum, self.eta)
+        if key not in memo:
+            memo[key] = _memo_abs(b).mul(c * gsum).add_(c * self.eta)
+        return memo[key]
+
+    def _pair(self, layer, lname: str, uname: str, L: Affine, U: Affine, extra):
+        """A lower/upper polyhedron pair of a layer with successors (section 2, with section 7's
+        forms): an affine layer's one expression left to its element-wise successors when the plan
+        allows, a diagonal relaxation's constants moved by one per-neuron term (its predecessor's left
+        term included), any other pair by :meth:`_polyhedra`."""
+        k = layer.index
+        if self.plan.pushable[k] and len(self.pairs) == 1 and L.coeff is U.coeff and L.const is U.const:
+            self.pending[k] = [self._affine_omega(layer, L, extra), lname, uname, L, U, set(self.plan.succ[k])]
+            return L, U
+        pred = layer.preds[0] if len(layer.preds) == 1 else None
+        left = self.pending.get(pred)
+        diag = _diagonal_pair(L.coeff, U.coeff)
+        if diag is not None and self._elementwise(layer) and pred is not None:  # (no weight terms)
+            p = self.network.layers[pred]
+            if diag[0] == p.offset and diag[1].shape[-1] == p.size:
+                out = self._diagonal(layer, L, U, diag, left[0] if left is not None else None,
+                                     self.plan.unit(layer, lname))
+                if left is not None:
+                    self._taken(pred, k)
+                return out
+        if left is not None:
+            self._settle(pred)
+        return self._polyhedra(layer, L, U, self._m(k), extra())
+
+    def _affine_omega(self, layer, L: Affine, extra):
+        """Section 2's ``omega_k`` of an affine layer's one expression: ``safety (gamma(n + S + 4)
+        |b| + sum_p gamma(col_p + S + 4) |W_p| . m_pred + eta + extra)``, ``[B, n]`` (one ``addmm``
+        for a dense layer with the network's own parameters)."""
+        S = self.S
+        gn = self._g(self._sum_len(layer.index) + S + 4)
+        w = parameters.weight(layer, self.rep)
+        pieces = _pieces(L.coeff) if L.const is parameters.bias(layer, self.rep) else None
+        p = layer.preds[0]
+        if pieces is not None and len(pieces) == 1 and pieces[0][1] is w and w.shape[0] == 1 \
+                and pieces[0][0] == self.network.layers[p].offset:
+            part = pieces[0][1]
+            base = self._affine_base(layer)
+            if base is not None:
+                wt = _memo_t_abs(part)
+                g = self._g(self._col(part) + S + 4)
+                return torch.addmm(base, self._full(self._m(p)), wt, alpha=self.safety * g)
+        terms = [(gn, _abs_const(L.const)), (1.0, self.eta)] + list(extra())
+        if L.coeff is not None:
+            terms += self._dots(L.coeff, lambda p: self._g(self._col(p) + S + 4))
+        return self._full(_lincomb([(self.safety * f, v) for f, v in terms]))
+
+    def _diagonal(self, layer, L: Affine, U: Affine, diag, left, unit: bool):
+        """Section 2 for an activation's relaxation pair ``a z + kL``, ``b z + kU`` over its predecessor
+        ``z`` (section 4's construction error included), plus the predecessor's left term ``omega_p``
+        (section 7): one per-neuron ``omega``, made negative in place, both constants moved by it."""
+        k = layer.index
+        S = self.S
+        _, a, b = diag
+        mp = self._m(layer.preds[0])
+        gn, rc = self._g(self._sum_len(k) + S + 4), self.rho_c
+        kl = L.const
+        kl_zero = isinstance(kl, (int, float)) and kl == 0
+        # sum |a|, |b| (|a| <= 1 for 0/1 coefficients), |kL| + |kU| (or |kU| alone for kL = 0)
+        ab = torch.add(b.abs(), 1.0) if unit else a.abs().add_(b.abs())
+        kabs = _abs_const(U.const) if kl_zero else _abs_const(kl) + _abs_const(U.const)
+        mk = self._m(k)
+        c_m = 2 * self._g(S + 5) + rc  # the diagonal substitution and the construction, per |a| + |b|
+        c_w = 2 * (1 + 4 * self.u)  # |c_k| <= |c| (|a| + 2|b|) (1 + 3u) for the left term
+        sf = self.safety
+        # section 4's rc (m_k + 2 m_pred): 3 rc m_pred when m_k is the predecessor's, inside the
+        # (|a| + |b|) product when that is at least 1 (a 0/1 lower relaxation)
+        c_p = c_m + (3 * rc if unit and mk is mp else 0.0)
+        t = torch.add(left, mp, alpha=c_p / c_w) if left is not None else mp
+        ct = sf * c_w if left is not None else sf * c_p
+        if isinstance(kabs, torch.Tensor):
+            neg = self._full(kabs * (-sf * (2 * gn + rc)))
+        else:
+            neg = torch.full((self.batch, layer.size), -sf * (2 * gn + rc) * kabs, dtype=self.dtype, device=self.device)
+        if not (unit and mk is mp):
+            neg.add_(mk, alpha=-sf * rc).add_(mp, alpha=-sf * 2 * rc)
+        neg.addcmul_(ab, t, value=-ct)
+        ae = (self.rho_post + rc) * _absolute_error(layer)
+        if left is None or not unit or ae:  # (a left term already covers eta: |a| + |b| >= 1 and it holds eta)
+            neg.sub_(sf * (self.eta + ae))
+        lo = neg if kl_zero else _move(kl, neg, 1)
+        return Affine(L.coeff, lo), Affine(U.coeff, _move(U.const, neg, -1))
+
+    def _taken(self, k: int, j: int) -> None:
+        """Successor ``j`` carried layer ``k``'s left term."""
+        entry = self.pending.get(k)
+        if entry is not None:
+            entry[5].discard(j)
+            if not entry[5]:
+                del self.pending[k]
+
+    def _settle(self, k: int) -> None:
+        """A successor cannot carry layer ``k``'s left term: move ``k``'s constants after all (the
+        engine stores them again before any later rule reads them)."""
+        omega, lname, uname, L, U, _ = self.pending.pop(k)
+        self.fixups += [(k, lname, Affine(L.coeff, _move(L.const, omega, -1))),
+                        (k, uname, Affine(U.coeff, _move(U.const, omega, 1)))]
+
+    def take_fixups(self) -> list:
+        out, self.fixups = self.fixups, []
+        return out
+
     # -- pieces ---------------------------------------------------------------------------------------
     def _weight_terms(self, layer) -> list:
         """Affine: ``gamma(S + 2) |b|`` (a traverse's constant sums its steps' constants onto the bias)
@@ -565,7 +878,9 @@ class Widening:
             b = parameters.bias(layer, self.rep)
             b = _memo_abs(b) if not layer.batched and layer.index not in self.bias_errors else b.abs()
             t = [(self._g(self.S + 2), b)]
-            if not exact_parameters(layer, self.dtype):
+            if layer.index in self.bias_errors and _exact_in(_weight_source(layer), self.dtype):
+                t += [(self._g(2), b)]  # the network's weights; the centred bias rounded to the dtype
+            elif not exact_parameters(layer, self.dtype):
                 w = parameters.weight(layer, self.rep)
                 t += [(self._g(2), abs_dot(w, self._m(layer.preds[0]))), (self._g(2), b)]
             if layer.index in self.bias_errors:
@@ -637,11 +952,11 @@ class Widening:
             diagonal = _diagonal_pair(L.coeff, U.coeff)
             if diagonal is not None:  # an activation's relaxation: everything elementwise on [B, n]
                 start, a, b = diagonal
-                terms.append((2 * self._g(S + 5) + rc, (a.abs() + b.abs()) * self.m[:, start:start + a.shape[-1]]))
+                terms.append((2 * self._g(S + 5) + rc, (a.abs() + b.abs()) * self._cols(start, a.shape[-1])))
             else:
                 terms.append((1.0, self._parts_pair(L.coeff, U.coeff)))
                 if act:
-                    terms += [(rc, abs_dot(x, self.m)) for x in (L.coeff, U.coeff) if x is not None]
+                    terms += [(rc, abs_dot(x, self._m_all())) for x in (L.coeff, U.coeff) if x is not None]
         terms += [(1.0, self.eta)] + extra
         if act:
             terms += [(rc, mk), (2 * rc, self._pred_m(layer)), (self.rho_post + rc, _absolute_error(layer))]
@@ -655,9 +970,8 @@ class Widening:
         (``factor(None)`` for a tensor that cannot be read by parts)."""
         pieces = _pieces(x)
         if pieces is None:
-            return [(factor(None), abs_dot(x, self.m))]
-        m3 = self.m.unsqueeze(1)
-        return [(factor(p), _dot_last(_abs_of(p), m3.narrow(-1, s, p.shape[-1]))) for s, p in pieces]
+            return [(factor(None), abs_dot(x, self._m_all()))]
+        return [(factor(p), _dot_last(_abs_of(p), self._cols(s, p.shape[-1]).unsqueeze(1))) for s, p in pieces]
 
     def _parts_pair(self, a, b):
         """``sum_p g(part) M_p m_p`` over the parts of two coefficient tensors ``a``/``b`` (lower/upper):
@@ -675,7 +989,7 @@ class Widening:
             out = 0.0
             for x in (a, b):
                 if x is not None:
-                    out = abs_dot(x, self.m, lambda p: self._g(self.total + S + 4)) + out
+                    out = abs_dot(x, self._m_all(), lambda p: self._g(self.total + S + 4)) + out
             return out
         da, db = dict(pa), dict(pb)
         out = 0.0
@@ -683,11 +997,11 @@ class Widening:
             p, q = da.get(s), db.get(s)
             if isinstance(p, torch.Tensor) and isinstance(q, torch.Tensor) and p.shape == q.shape:
                 mx = torch.maximum(_abs_of(p), _abs_of(q))
-                out = _dot_last(mx, self.m.unsqueeze(1).narrow(-1, s, p.shape[-1])) * g(p) + out
+                out = _dot_last(mx, self._cols(s, p.shape[-1]).unsqueeze(1)) * g(p) + out
                 continue
             for x in (p, q):
                 if x is not None:
-                    out = _dot_last(_abs_of(x), self.m.unsqueeze(1).narrow(-1, s, x.shape[-1])) * g(x) + out
+                    out = _dot_last(_abs_of(x), self._cols(s, x.shape[-1]).unsqueeze(1)) * g(x) + out
         return out
 
     def _zonotope_slack(self, layer, mz, mt):

@@ -767,7 +767,9 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         # coefficient term in place, x+ (p - n) + x n: one temporary the size of x, not three
         dp, dn = one_diagonal
         pos()
-        const = constant()
+        const = _diagonal_constant(xm, plus["p"], lk, uk)
+        if const is NotImplemented:
+            const = constant()
         parts = {keys[0]: plus.pop("p").mul_(dp - dn).addcmul_(xm, dn)}
     else:
         parts = {}
@@ -795,6 +797,24 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
     out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
     coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
     return coeff, const
+
+
+def _diagonal_constant(xm, xp, lk, uk):
+    """``sum_k x+ lk + x- uk`` for a step through a diagonal layer, element-wise and one sum (``x``
+    is no bigger than the step's new coefficients; a matrix-vector product per constant would read
+    it as often and cost more operations); ``x- = x - x+`` exactly.  NotImplemented for constants
+    that are non-zero numbers."""
+    lz = not isinstance(lk, torch.Tensor) and lk == 0
+    uz = not isinstance(uk, torch.Tensor) and uk == 0
+    if lz and uz:
+        return 0.0
+    if (not lz and not isinstance(lk, torch.Tensor)) or (not uz and not isinstance(uk, torch.Tensor)):
+        return NotImplemented
+    if lz:
+        return ((xm - xp) * uk).sum(-1)
+    if uz:
+        return (xp * lk).sum(-1)
+    return torch.addcmul(xm * uk, xp, lk - uk).sum(-1)
 
 
 def _one_big_diagonal(xm, lparts, uparts, keys):
