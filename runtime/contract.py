@@ -77,5 +77,8 @@ OPERATOR_OF_KIND = {
 #: all neurons or a traverse: the engine may free them once a layer's successors are analysed).
 MODULE_FLOW, MODULE_RULES, MODULE_NOISE, MODULE_LAYER_GRANULAR = "FLOW", "RULES", "NOISE", "LAYER_GRANULAR"
 MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
+#: ``PARAMS = {name: {'default': else value or None, 'domains': {operator: function (rt, ctx) -> (lo,
+#: hi, init) per neuron of a layer}}}``: the certifier's optimisable parameters (absent: none).
+MODULE_PARAMS = "PARAMS"
 #: The rule inputs that name a layer's predecessors (``cftensor.input``).
 PREDECESSOR_INPUTS = ("prev", "prev_0", "prev_1")

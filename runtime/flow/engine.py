@@ -13,6 +13,7 @@ last layer (the robustness margins, when the network carries them) are the resul
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import types
 from dataclasses import dataclass
@@ -92,6 +93,8 @@ class CompiledCertifier:
 
     layer_granular: bool = False
     local_members: tuple[str, ...] = ()
+    #: the optimisable parameters (``PARAMS`` of the module; empty for a certifier without any)
+    params: dict = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_source(cls, name: str, source: str) -> "CompiledCertifier":
@@ -100,7 +103,7 @@ class CompiledCertifier:
         space = module.__dict__
         return cls(name, space[contract.MODULE_FLOW], space[contract.MODULE_RULES], space.get(contract.MODULE_NOISE, {}),
                    source, space.get(contract.MODULE_LAYER_GRANULAR, False),
-                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())))
+                   tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())), space.get(contract.MODULE_PARAMS, {}))
 
     @property
     def members(self) -> list[tuple[str, str, str]]:
@@ -120,7 +123,7 @@ class EngineResult:
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
-                  widen: bool | None = None) -> EngineResult:
+                  widen: bool | None = None, params=None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -144,15 +147,20 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     ``widen=False`` gives the raw low-precision bounds (for measuring the widening's cost);
     ``widen=True`` in float64 gives rigorous float64 bounds (off by default there: float64 bounds are
     compared bit for bit with the reference interpreter's, and their rounding, ~1e-13 relative, is
-    far below float32's)."""
+    far below float32's).
+
+    ``params`` (a :class:`cfruntime.flow.param_store.ParamStore`): the values of the certifier's
+    optimisable parameters for this batch (made on first read from their initial values; default: a
+    fresh store, i.e. every parameter at its initial value).  A run with parameters never replays a
+    CUDA graph (an optimiser needs the eager computation)."""
     if widen is None:
         widen = widening.widened(dtype)
     if representation is None:
         representation = "dense" if not sparse else ("planned" if cert.layer_granular else "gbscr")
     device = torch.device(device)
     if graph is None:
-        graph = device.type == "cuda" and representation == "planned"
-    if graph and device.type == "cuda":
+        graph = device.type == "cuda" and representation == "planned" and not cert.params
+    if graph and device.type == "cuda" and not cert.params:
         from cfruntime.flow.graphs import graphed_bounds
 
         b = lb.shape[0]
@@ -162,7 +170,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
         if out is not None:
             return EngineResult(out[0], out[1], None)
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        return _run(cert, network, lb, ub, representation, dtype, device, widen)
+        return _run(cert, network, lb, ub, representation, dtype, device, widen, params)
 
 
 def _box(lb, ub, dtype, device, widen: bool):
@@ -194,7 +202,7 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
+def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, params=None) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
@@ -213,6 +221,12 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
     members = cert.members
     store = ShapeStore(members, [l.size for l in layers], b, rep)
+    if cert.params:
+        from cfruntime.flow.param_store import ParamStore
+
+        store.param_specs = cert.params
+        store.params = params if params is not None else ParamStore()
+        store.params.begin_run()
     n0 = layers[0].size
     has_sym = any(letter == "S" for _, letter, _ in members)
     sym = n0 if has_sym else 0
