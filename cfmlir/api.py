@@ -198,7 +198,7 @@ class VnnlibResult:
 
 def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
             batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True,
-            check=None, on_batch=None, on_shrink=None, ray=None):
+            check=None, on_batch=None, on_shrink=None, ray=None, optimize=None, lr: float | None = None):
     """Analyse ``network`` with ``certifier`` for ``prop``, ``batch_size`` boxes at a time (halved when a
     batch runs out of memory).  ``engine``: ``"compiled"``, ``"interpreter"`` or an engine object with
     ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
@@ -213,12 +213,19 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
 
     ``ray``: None (this process), or a Ray cluster's address (``"local"``/True: a local one), which
     analyses the batches of a robustness property as Ray tasks (:mod:`cfmlir.distributed`, the extra
-    ``cfmlir[ray]``); the result is the one this process would give."""
+    ``cfmlir[ray]``); the result is the one this process would give.
+
+    ``optimize=N``: optimise the certifier's parameters (``param ...``; e.g. ``alpha_deeppoly``) for every
+    batch by ``N`` iterations of projected Adam on the margins' lower bounds (learning rate ``lr``,
+    default 0.5; :mod:`cfmlir.optimize`, ``docs/optimisation.md``); a certifier without parameters is
+    an error."""
     from cfruntime.properties import VnnlibProperty
 
     if not isinstance(batch_size, int) or batch_size <= 0:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     options = {"device": device, "dtype": dtype, "widen": widen, "sparse": sparse}
+    if optimize is not None or lr is not None:
+        options.update(optimize=optimize, lr=lr)
     eng = engine_for(certifier, engine, **options) if isinstance(engine, str) else engine
     net = _raw(network)
     timer = _CheckTimer(check)

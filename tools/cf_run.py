@@ -82,7 +82,7 @@ import time
 from pathlib import Path
 
 from cfmlir.tools.run_args import DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_preprocessing_flags, parse_eps, parse_timeout
-from cfmlir.tools.run_setup import LoadedProgram, api_certifier, check_status, engine_label, error_line, is_internal_error, load_network_file, load_program, parse_check, write_json
+from cfmlir.tools.run_setup import LoadedProgram, api_certifier, check_status, engine_label, error_line, is_internal_error, load_network_file, load_program, optimize_args, parse_check, write_json
 from cfmlir.tools.vnnlib_mode import finish_vnnlib, vnnlib_instance, write_results_file
 
 
@@ -245,7 +245,7 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
                           device="cpu" if interpreter else args.device, dtype="float64" if interpreter else args.dtype,
                           widen=None if interpreter else WIDEN[args.widen], sparse=not args.no_sparse,
                           batch_size=args.batch_size, layer_bounds=want_layers, check=check, on_batch=on_batch,
-                          on_shrink=on_shrink, ray=args.ray)
+                          on_shrink=on_shrink, ray=args.ray, **optimize_args(args))
     if hasattr(bar, "close"):
         bar.close()
     labels = [int(v) for v in prop.labels.tolist()]
@@ -269,6 +269,8 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if interpreter else res.batch_size}
+    if optimize_args(args):
+        out["optimize"] = {"iterations": args.optimize, "lr": 0.5 if args.lr is None else args.lr}
     if want_layers:
         out["layer_bounds"] = {str(k): {"lower": lo.tolist(), "upper": hi.tolist()}
                                for k, (lo, hi) in sorted(res.layer_bounds.items())}

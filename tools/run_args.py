@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiled engine: widen every bound by a rigorous bound of its rounding errors, so that "
                         "it holds for the real-valued network (auto: on for float32, off for float64; off gives "
                         "raw float32 bounds, which rounding can make unsound by ~1e-5)")
+    p.add_argument("--optimize", default=None, type=_positive_int, metavar="N",
+                   help="compiled engine: optimise the certifier's parameters ('param ...', e.g. alpha_deeppoly's "
+                        "ReLU slopes) per batch by N iterations of projected Adam on the margins' lower bounds "
+                        "(docs/optimisation.md)")
+    p.add_argument("--lr", default=None, type=float, metavar="LR",
+                   help="with --optimize: the learning rate (default 0.5, decayed by 0.98 per iteration)")
     p.add_argument("--check", dest="check", action="store_true", default=None,
                    help="check the computed bounds of every layer empirically (samples, box vertices, PGD); a value "
                         "outside its bounds certifies nothing and exits with status 3 (default: on for a .cf file, "
