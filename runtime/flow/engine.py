@@ -28,7 +28,9 @@ from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
 from cfruntime.flow.representation import Representation
 from cfruntime.flow.store import ShapeStore
+from cfruntime.flow.straight_through import carry_values
 from cfruntime.flow.values import Affine
+from cfruntime.network.tensors import fresh_views, requires_grad
 
 OPERATOR_OF_KIND = contract.OPERATOR_OF_KIND
 
@@ -149,10 +151,22 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     compared bit for bit with the reference interpreter's, and their rounding, ~1e-13 relative, is
     far below float32's).
 
+    Gradients: the bounds are differentiable (torch autograd) with respect to ``lb``, ``ub`` and every
+    tensor of ``network`` (:mod:`cfruntime.network.tensors`) that has ``requires_grad``, whenever
+    grad mode is on.  Such a run is eager (never a replayed CUDA graph, whose outputs carry no
+    gradient) and derives its converted weights afresh (:func:`cfruntime.network.tensors.fresh_views`);
+    a run that wants no gradient is exactly the forward-only run.  Widening (float32) stays on and
+    sound: the returned bounds are the widened ones, and the widening terms (~1e-6 relative) are
+    constants for the gradient (:mod:`cfruntime.flow.straight_through`).
+
     ``params`` (a :class:`cfruntime.flow.param_store.ParamStore`): the values of the certifier's
     optimisable parameters for this batch (made on first read from their initial values; default: a
-    fresh store, i.e. every parameter at its initial value).  A run with parameters never replays a
-    CUDA graph (an optimiser needs the eager computation)."""
+    fresh store, i.e. every parameter at its initial value); with ``params.requires_grad`` the bounds
+    are differentiable with respect to them too.  A run with parameters never replays a CUDA graph."""
+    grad = _wants_grad(network, lb, ub) or (params is not None and params.requires_grad and torch.is_grad_enabled())
+    if grad:
+        network = fresh_views(network)
+        graph = False
     if widen is None:
         widen = widening.widened(dtype)
     if representation is None:
@@ -170,7 +184,23 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
         if out is not None:
             return EngineResult(out[0], out[1], None)
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        return _run(cert, network, lb, ub, representation, dtype, device, widen, params)
+        return _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params)
+
+
+def _widened(fn, values: dict, grad: bool, *args) -> dict:
+    """``fn(values, *args)`` (a :class:`~cfruntime.flow.widening.Widening` step); when the run wants
+    gradients, computed unrecorded and carrying the unwidened values' gradient
+    (:mod:`cfruntime.flow.straight_through`)."""
+    if not grad:
+        return fn(values, *args)
+    with torch.no_grad():
+        new = fn(values, *args)
+    return carry_values(new, values)
+
+
+def _wants_grad(network, lb, ub) -> bool:
+    """Whether this run must record an autograd graph: grad mode on and a tensor it reads asks for one."""
+    return torch.is_grad_enabled() and (lb.requires_grad or ub.requires_grad or requires_grad(network))
 
 
 def _box(lb, ub, dtype, device, widen: bool):
@@ -202,7 +232,8 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, params=None) -> EngineResult:
+def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
+         params=None) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
@@ -236,7 +267,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
     for name, letter, role in members:
         inits[name] = out_of_memory_at(lambda: _initial(letter, role, name, lb, ub, rep, cert.name), 0, "input", b, rep.device)
     if wide is not None:
-        inits = out_of_memory_at(lambda: wide.input(inits, n0), 0, "input", b, rep.device)
+        inits = out_of_memory_at(lambda: _widened(wide.input, inits, grad, n0), 0, "input", b, rep.device)
     for name, _, _ in members:
         store.put(0, name, inits[name])
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
@@ -250,7 +281,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
-                mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+                mats = _widened(lambda v, *a: wide.apply(layer, v, *a), mats, grad, sym, new_sym,
+                                cert.noise.get(op, 0) >= 1)
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except Exception as exc:  # an allocation failure becomes a located, retryable error

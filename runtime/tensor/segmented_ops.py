@@ -33,6 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
+from .masked_grad import divide, multiply
 from .matmul import block_matmul
 from .segmented import Segmented, is_segmented, part_dense
 
@@ -299,7 +300,7 @@ def _scale(seg: Segmented, x, op: str):
     shape = _bshape(seg.shape, tuple(x.shape)) if isinstance(x, torch.Tensor) else seg.shape
     if isinstance(x, torch.Tensor) and shape[seg.sdim] != seg.shape[seg.sdim]:
         return NotImplemented
-    fn = torch.mul if op == "mul" else torch.true_divide
+    fn = multiply if op == "mul" else divide
     parts = {}
     for s, p in seg.parts.items():
         if isinstance(p, torch.Tensor):
