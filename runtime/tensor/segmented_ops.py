@@ -769,7 +769,11 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         dp, dn = one_diagonal
         pos()
         const = constant()
-        parts = {keys[0]: plus.pop("p").mul_(dp - dn).addcmul_(xm, dn)}
+        p = plus.pop("p")
+        if _recorded(p, xm, dp, dn):  # autograd needs the operands: out of place
+            parts = {keys[0]: p * (dp - dn) + xm * dn}
+        else:
+            parts = {keys[0]: p.mul_(dp - dn).addcmul_(xm, dn)}
     else:
         parts = {}
         for s in keys:
@@ -782,7 +786,10 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
                     term = xm * torch.where(xm >= 0, dp, dn)
                 else:  # x * n + x+ * (p - n), in place on the fresh temporaries
                     term = xm * dn
-                    term.addcmul_(pos(), dp - dn)
+                    if _recorded(term, dp, dn):  # autograd needs the operands: out of place
+                        term = term + pos() * (dp - dn)
+                    else:
+                        term.addcmul_(pos(), dp - dn)
             else:
                 term = None if p is None else _mm(pos(), p)
                 if n is not None:
@@ -796,6 +803,12 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
     out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
     coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
     return coeff, const
+
+
+def _recorded(*ts) -> bool:
+    """Whether autograd records an operation on these tensors (then in-place updates, which would
+    overwrite values its backward needs, are made out of place)."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in ts)
 
 
 def _one_big_diagonal(xm, lparts, uparts, keys):
