@@ -46,6 +46,10 @@ at ``ADDRESS`` or on a local one started for the run; the output is the single-p
 mode goes through :func:`cfmlir.certify` either way (the one batching loop; ``--check`` and the progress
 bar are its per-batch hooks).
 
+Optimisation (``--optimize N``, ``--lr LR``; :mod:`cfmlir.optimize`, ``docs/optimisation.md``): a certifier
+with parameters (``param ...``: ``alpha_deeppoly``, ``alpha_deepz``) has them optimised per batch by N
+iterations of projected Adam on the margins' (VNN-LIB: the constraint rows') lower bounds.
+
 Preprocessing (dataset mode; :mod:`cfruntime.properties.preprocessing`): the network is given
 ``x = (pixel/255 - mean) / std`` per channel in ``--layout`` (NCHW or NHWC), and reads its first Flatten
 in ``--flatten-order`` (CHW, or HWC for ERAN's CIFAR fully-connected nets).  A field not given by a flag
