@@ -4,6 +4,7 @@
     python bench/peer_compare.py --device cuda       # the same on a GPU
     python bench/peer_compare.py --rows mnist_6x100,mnist_6x100_b1 --certifiers deeppoly
     python bench/peer_compare.py --malloc fixed      # fixed allocator thresholds: repeatable CPU timings
+    python bench/peer_compare.py --alpha             # alpha_deeppoly optimised vs alpha-CROWN (peer_compare_alpha.py)
 
 For every row (a shared network and a batch size) and certifier, both tools bound the robustness
 margins ``y_true - y_j`` of the same L-inf boxes (the first ``n`` images at the paper's epsilon) in
@@ -301,6 +302,8 @@ def main() -> int:
                          "timings of big tensors vary by up to 1.5x from run to run (freed blocks go back to the "
                          "system and come back as page faults); fixed: mmap and trim thresholds fixed at 1 GB for "
                          "both tools (repeatable, and faster for both)")
+    ap.add_argument("--alpha", action="store_true",
+                    help="the alpha rows instead (bench/peer_compare_alpha.py: alpha_deeppoly optimised vs alpha-CROWN)")
     args = ap.parse_args()
     if args.malloc == "fixed" and any(os.environ.get(k) != v for k, v in MALLOC_FIXED.items()):
         # glibc reads these when the process starts: run this script again with them set
@@ -320,6 +323,8 @@ def main() -> int:
     device = torch.device(args.device)
     global WIDEN
     WIDEN = args.widen == "on"
+    if args.alpha:
+        return _alpha_main(args, device)
     rows = ROWS if args.rows == "all" else [r for r in ROWS if r.name in args.rows.split(",")]
     certifiers = args.certifiers.split(",")
     name = (f"peer_compare{'_cuda' if device.type == 'cuda' else ''}{'' if WIDEN else '_raw'}"
@@ -337,6 +342,21 @@ def main() -> int:
                                    args.dense_reference_max)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
+    print(f"\nwrote {out}")
+    return 0
+
+
+def _alpha_main(args, device: torch.device) -> int:
+    """The alpha section (see :mod:`peer_compare_alpha`); JSON in ``bench/results/peer_compare_alpha[_cuda].json``."""
+    from peer_compare_alpha import run_alpha
+
+    out = Path(args.out) if args.out else REPO / "bench" / "results" / f"peer_compare_alpha{'_cuda' if device.type == 'cuda' else ''}.json"
+    results = {"device": str(device), "threads": torch.get_num_threads(), "dtype": "float32", "widened": WIDEN,
+               "repeat": args.repeat, "torch": torch.__version__, "runs": []}
+    print(f"alpha rows: device {device}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
+    results["runs"] = run_alpha(args.rows, device, args.repeat, args.n, WIDEN)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nwrote {out}")
     return 0
 

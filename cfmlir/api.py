@@ -190,7 +190,8 @@ class VnnlibResult:
 def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
             batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True,
             check=None, on_batch=None, on_shrink=None, ray=None, require_proof: bool = False,
-            proof_timeout: float | None = None, proof=None):
+            proof_timeout: float | None = None, proof=None, optimize=None,
+            lr: float | None = None):
     """Analyse ``network`` with ``certifier`` for ``prop``, ``batch_size`` boxes at a time (halved when a
     batch runs out of memory).  ``engine``: ``"compiled"``, ``"interpreter"`` or an engine object with
     ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
@@ -214,7 +215,12 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     :class:`~cfmlir.proof_gate.ProofWarning` and ``result.proof.proved`` is False, or, with
     ``require_proof=True``, :class:`~cfmlir.proof_gate.UnprovedCertifierError`.  ``proof``: a
     :class:`~cfmlir.proof_gate.Proof` the caller already made for this certifier and network (then
-    ``certifier`` may be None, with an engine object)."""
+    ``certifier`` may be None, with an engine object).
+
+    ``optimize=N``: optimise the certifier's parameters (``param ...``; e.g. ``alpha_deeppoly``) for every
+    batch by ``N`` iterations of projected Adam on the margins' lower bounds (learning rate ``lr``,
+    default 0.5; :mod:`cfmlir.optimize`, ``docs/optimisation.md``); a certifier without parameters is
+    an error."""
     api_validation.certify_args(certifier, network, prop, engine=engine, device=device, dtype=dtype, batch_size=batch_size,
                                 widen=widen, layer_bounds=layer_bounds, sparse=sparse, check=check, on_batch=on_batch,
                                 on_shrink=on_shrink, ray=ray, require_proof=require_proof, proof_timeout=proof_timeout)
@@ -223,6 +229,8 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     net = _raw(network)
     proof = _gate(certifier, net, proof, require_proof, proof_timeout)
     options = {"device": device, "dtype": dtype, "widen": widen, "sparse": sparse}
+    if optimize is not None or lr is not None:
+        options.update(optimize=optimize, lr=lr)
     eng = engine_for(certifier, engine, **options) if isinstance(engine, str) else engine
     timer = _CheckTimer(check)
     t0 = time.perf_counter()

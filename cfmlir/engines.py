@@ -210,10 +210,12 @@ def network_of(value, name: str = "network"):
 
 
 def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", dtype="float64", widen=None,
-               sparse: bool = True, graph=None):
+               sparse: bool = True, graph=None, optimize=None, lr: float | None = None):
     """The engine object (:mod:`cfmlir.engines`) that runs ``certifier``: ``"compiled"`` or
     ``"interpreter"`` (float64 on the CPU only).  ``graph=False``: the compiled engine never replays a
-    CUDA graph (for counting operations)."""
+    CUDA graph (for counting operations).  ``optimize``: a number of iterations (or
+    :class:`cfmlir.optimize.OptimizeOptions`) to optimise the certifier's parameters for every batch
+    (learning rate ``lr``, default 0.5): an :class:`cfmlir.optimize.OptimizingEngine` (compiled only)."""
     check_certifier(certifier)
     api_args.check_choice(engine, "engine", api_args.ENGINES)
     device, dtype = api_args.check_device(device, "device"), api_args.check_dtype(dtype, "dtype")
@@ -222,6 +224,17 @@ def engine_for(certifier: Certifier, engine: str = "compiled", *, device="cpu", 
     api_args.check_bool(sparse, "sparse")
     if graph is not None:
         api_args.check_bool(graph, "graph")
+    if optimize is not None or lr is not None:
+        from cfmlir.optimize import OptimizeError, OptimizingEngine, options_from, require_params
+
+        opts = options_from(optimize, lr)
+        if opts is None and lr is not None:
+            raise OptimizeError("a learning rate is given but no optimisation (optimize=N iterations)")
+        if opts is not None:
+            if engine != "compiled":
+                raise OptimizeError(f"parameters are optimised with the compiled engine, not the '{engine}' engine")
+            require_params(certifier.compiled, certifier.name)
+            return OptimizingEngine(certifier.compiled, opts, sparse=sparse, dtype=dtype, device=device, widen=widen)
     if engine == "compiled":
         return CompiledEngine(certifier.compiled, sparse=sparse, dtype=dtype, device=device, widen=widen, graph=graph)
     if engine == "interpreter":

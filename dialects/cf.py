@@ -4,6 +4,8 @@ A ConstraintFlow program becomes one ``builtin.module`` holding, in source order
 
 * ``cf.shape``: the abstract shape's members and constraints,
 * ``cf.func @f``: user functions (symbols; one region whose block arguments are the parameters),
+* ``cf.parameter @a``: optimisable parameters (per operator, a region computing the domain and the
+  initial value from the rule bindings; read with ``cf.param``),
 * ``cf.transformer @t``: one region per operator rule (block arguments = the rule's bindings
   ``curr``, ``curr_list``, ``prev``...), each ending in ``cf.return``,
 * ``cf.flow``: the analysis direction and the priority/stop/transformer symbols,
@@ -65,6 +67,7 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -1076,6 +1079,67 @@ class AccessOp(ExprOp):
 
 
 @irdl_op_definition
+class ParamOp(ExprOp):
+    """``base[a]`` for a parameter ``a`` (declared by ``cf.parameter @a``): its value on a Neuron
+    (elementwise on a Neuron List), always a Float.  Read in the rule of neuron ``s`` it is ``a_s(n)``:
+    one value per pair (reading neuron, neuron read), projected into the parameter's domain.
+
+    Example::
+
+        %0 = cf.param %n["slope"] : (!cf.neuron) -> !cf.float
+        %1 = cf.param %prev["slope"] : (!cf.list<!cf.neuron>) -> !cf.list<!cf.float>
+    """
+
+    name = "cf.param"
+    param = prop_def(StringAttr)
+    traits = traits_def(Pure())
+
+    def __init__(self, base: SSAValue, param: str, result_type: Attribute):
+        super().__init__([base], result_type, {"param": StringAttr(param)})
+
+    @property
+    def base(self) -> SSAValue:
+        return self.operands[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string("[")
+        printer.print_string_literal(self.param.data)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        with printer.in_parens():
+            printer.print_list(self.operand_types, printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.results[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ParamOp":
+        base = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        name = parser.parse_identifier_or_str_literal(" (the parameter read)")
+        parser.parse_punctuation("]")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != 1 or len(ft.outputs.data) != 1:
+            parser.raise_error("the type of 'cf.param' must be (T) -> R", at_position=pos, end_position=parser.pos)
+        op = ParamOp(parser.resolve_operand(base, ft.inputs.data[0]), name, ft.outputs.data[0])
+        op.attributes.update(attrs)
+        return op
+
+    def expected_type(self) -> sem.Type:
+        _ensure_arity(self, (1,))
+        (base,) = _operand_types(self)
+        name = self.param.data
+        if module_of(self) is not None and not isinstance(lookup_symbol(self, name), ParameterOp):
+            raise VerifyException(f"'{name}' is not a parameter (no 'cf.parameter @{name}' in the module)")
+        return _typed(rules.parameter, base, name)
+
+
+@irdl_op_definition
 class MapOp(ExprOp):
     """``e.map(f)``: apply ``f(neuron_or_noise, coeff)`` to every summand of a PolyExp/SymExp and add
     the results (and the constant term).
@@ -1268,8 +1332,8 @@ class YieldOp(IRDLOperation):
 
     def verify_(self) -> None:
         parent = self.parent_op()
-        if parent is not None and not isinstance(parent, (ShapeOp, FuncOp, TraverseOp)):
-            raise VerifyException("'cf.yield' must be inside 'cf.shape', 'cf.func' or 'cf.traverse'")
+        if parent is not None and not isinstance(parent, (ShapeOp, FuncOp, TraverseOp, ParameterOp)):
+            raise VerifyException("'cf.yield' must be inside 'cf.shape', 'cf.func', 'cf.parameter' or 'cf.traverse'")
 
 
 @irdl_op_definition
@@ -1596,6 +1660,119 @@ class TransformerOp(IRDLOperation):
             _terminator(region, ReturnOp, f"{self.name} rule {rule}")
 
 
+@irdl_op_definition
+class ParameterOp(IRDLOperation):
+    """A parameter declaration (``param slope for Relu in [lo, hi] init e else d;``): the operators whose
+    neurons have the parameter, one region per operator computing ``lo``, ``hi`` and the initial value
+    from that operator's rule bindings (per neuron), and the value on other neurons (``else``; absent
+    when not declared).
+
+    Example::
+
+        cf.parameter @slope for ["Relu"] else 1.0 {
+          Relu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+            %0 = cf.access %prev["l"] : (!cf.neuron) -> !cf.float
+            %1 = cf.const 0.0 : !cf.float
+            %2 = cf.ge %0, %1 : (!cf.float, !cf.float) -> !cf.bool
+            %3 = cf.const 1.0 : !cf.float
+            %4 = cf.select %2, %3, %1 : (!cf.bool, !cf.float, !cf.float) -> !cf.float
+            cf.yield %4, %3, %3 : !cf.float, !cf.float, !cf.float
+          }
+        }
+    """
+
+    name = "cf.parameter"
+    sym_name = prop_def(StringAttr)
+    ops = prop_def(ArrayAttr[StringAttr])
+    default = opt_prop_def(FloatAttr)
+    bodies = var_region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(self, name: str, domains: Sequence[tuple[str, Region]], default: float | None):
+        props: dict[str, Attribute] = {"sym_name": StringAttr(name), "ops": ArrayAttr([StringAttr(o) for o, _ in domains])}
+        if default is not None:
+            props["default"] = FloatAttr(float(default), f64)
+        super().__init__(properties=props, regions=[[r for _, r in domains]])
+
+    def op_names(self) -> list[str]:
+        return [s.data for s in self.ops.data]
+
+    def domains(self) -> list[tuple[str, Region]]:
+        return list(zip(self.op_names(), self.bodies))
+
+    def default_value(self) -> float | None:
+        return None if self.default is None else float(self.default.value.data)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" for ")
+        printer.print_attribute(self.ops)
+        if self.default is not None:
+            printer.print_string(" else " + _format_float(self.default_value()))
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" {")
+        with printer.indented():
+            for op, region in self.domains():
+                printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+                printer.enter_scope()
+                printer.print_string(op)
+                _print_arg_list(printer, region.block)
+                printer.print_string(" ")
+                printer.print_region(region, print_entry_block_args=False)
+                printer.exit_scope()
+        printer._print_new_line()  # pyright: ignore[reportPrivateUsage]
+        printer.print_string("}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "ParameterOp":
+        name = parser.parse_symbol_name()
+        parser.parse_keyword("for")
+        ops = parser.parse_attribute()
+        if not isinstance(ops, ArrayAttr) or not all(isinstance(o, StringAttr) for o in ops.data):
+            parser.raise_error("expected the operators of 'cf.parameter' as an array of strings")
+        default = None
+        if parser.parse_optional_keyword("else") is not None:
+            default = parser.parse_float()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation("{")
+        domains: list[tuple[str, Region]] = []
+        while parser.parse_optional_punctuation("}") is None:
+            rule = parser.parse_identifier(" (an operator name, or '}')")
+            args = _parse_arg_list(parser)
+            domains.append((rule, parser.parse_region(args)))
+        if [o for o, _ in domains] != [o.data for o in ops.data]:
+            parser.raise_error("'cf.parameter' needs one region per operator, in the order of its 'for' list")
+        op = ParameterOp(name.data, domains, default)
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def verify_(self) -> None:
+        names = self.op_names()
+        if not names or len(names) != len(self.bodies):
+            raise VerifyException("'cf.parameter' needs at least one operator and one region per operator")
+        pname = self.sym_name.data
+        if rules.is_metadata_name(pname):
+            raise VerifyException(f"parameter '{pname}' clashes with the metadata name '{pname}'")
+        if pname in _members(self):
+            raise VerifyException(f"parameter '{pname}' has the name of a shape member")
+        if len(set(names)) != len(names):
+            raise VerifyException(f"parameter @{pname} names an operator twice")
+        for op, region in self.domains():
+            if op not in rules.OPERATORS:
+                raise VerifyException(f"unknown operator '{op}' for parameter @{pname}")
+            want = [to_cf(t) for t in rules.operator_bindings(op).values()]
+            if list(region.block.arg_types) != want:
+                shown = ", ".join(f"%{binding_hint(n)}: {to_cf(t)}" for n, t in rules.operator_bindings(op).items())
+                raise VerifyException(f"the domain of @{pname} for '{op}' must take the arguments ({shown})")
+            y = _terminator(region, YieldOp, f"{self.name} @{pname} {op}")
+            if len(y.operands) != 3:
+                raise VerifyException(f"the domain of @{pname} for '{op}' yields (lo, hi, init), got {len(y.operands)} value(s)")
+            for what, t in zip(("lower bound", "upper bound", "initial value"), y.operand_types):
+                _typed(rules.parameter_bound, what, _sem(t, f"the {what} of @{pname}"))
+
+
 def binding_hint(name: str) -> str:
     """The SSA name hint for a rule binding (``prev_0`` -> ``prev0``; xDSL drops ``_<digits>``)."""
     return name.replace("_", "") if name in ("prev_0", "prev_1") else name
@@ -1666,10 +1843,10 @@ class FlowOp(IRDLOperation):
 
 
 CF_OPS: list[type[Operation]] = [
-    ShapeOp, FuncOp, TransformerOp, FlowOp, YieldOp, ReturnOp,
+    ShapeOp, FuncOp, ParameterOp, TransformerOp, FlowOp, YieldOp, ReturnOp,
     ConstOp, SymOp, *BINARY_OPS.values(), NegOp, NotOp, SelectOp,
     FuncRefOp, CallOp, ApplyOp, *BUILTIN_OPS.values(),
-    LpOp, AccessOp, MapOp, DotOp, TraverseOp, TupleOp, ListOp,
+    LpOp, AccessOp, ParamOp, MapOp, DotOp, TraverseOp, TupleOp, ListOp,
 ]
 
 CF = Dialect("cf", CF_OPS, list(T.CF_TYPES))

@@ -316,6 +316,23 @@ def member_type(member: str, members: Mapping[str, Type]) -> Type:
     raise TypingError(f"unknown shape member or metadata '{member}'")
 
 
+#: The type of a parameter's value (``param a for ... in [lo, hi]``): its domain, initial value and
+#: ``else`` value are Floats, and so is every read ``n[a]``.
+PARAMETER_TYPE: Type = FLOAT
+
+
+def parameter_bound(what: str, t: Type) -> Type:
+    """A parameter's ``lo``, ``hi`` or ``init`` (``what``) of type ``t``: must be a number."""
+    if not is_numeric(t):
+        raise TypingError(f"the {what} of a parameter must be a Float, got {t}")
+    return PARAMETER_TYPE
+
+
+def parameter(base: Type, name: str) -> Type:
+    """``base[name]`` for a parameter ``name``: a Float on a Neuron, a Float List on a Neuron List."""
+    return access(base, name, PARAMETER_TYPE)
+
+
 def access(base: Type, member: str, mtype: Type) -> Type:
     """``base[member]`` where ``mtype`` is the member's type (:func:`member_type`): ``mtype`` on a
     Neuron, ``mtype List`` on a Neuron List."""
@@ -401,6 +418,7 @@ def list_literal(elems: Sequence[Type]) -> Type:
 __all__ = [
     "TypingError", "UNARY_OPERATORS", "LIST_OPERATORS", "BINARY_NEURON_OPERATORS", "FORWARD_OPERATORS", "OPERATORS",
     "BUILTIN_ARITIES", "METADATA_TYPES", "METADATA_ALIASES", "operator_bindings", "is_metadata_name",
+    "PARAMETER_TYPE", "parameter_bound", "parameter",
     "unary", "binary", "select", "call", "builtin", "lp", "member_type", "access", "map_", "dot", "traverse",
     "tuple_", "list_literal",
 ]

@@ -857,6 +857,32 @@ class AccessOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ParamOp(IRDLOperation):
+    """IrParam: the value of a parameter (``cf.param``) on every neuron of a neuron tensor, for every
+    sample and every neuron of the layer whose rule reads it (the reader is ``curr``: the result
+    materialises the batch and ``curr`` dimensions of the neurons' bottom element), projected into
+    its domain by the runtime.  Read on ``curr`` itself (or a unary rule's ``prev``) it is one value
+    per neuron; inside a traverse of a layer's bounds, one per (bounded neuron, replaced neuron).
+
+    ``%a = cftensor.param "slope" %n : (!cftensor.t<N, [lay], [1] :: N, [1, 1], [batch, curr]>) -> !cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>``
+    """
+
+    name = "cftensor.param"
+    param = prop_def(StringAttr)
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$param $input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue, type: TensorType, param: str):
+        super().__init__(operands=[input], result_types=[type], properties={"param": StringAttr(param)})
+
+    def verify_(self) -> None:
+        if meta(self.result).top.type != "R":
+            raise VerifyException("'cftensor.param' gives a Float (R) tensor")
+
+
+@irdl_op_definition
 class MergeTopOp(_OneTensorOperand, IRDLOperation):
     """Fold the top stack element into the element below it: a metadata-only change (the tensor
     is unchanged), used where a traverse turns map-shaped coefficients back into a PolyExp's.
@@ -904,6 +930,41 @@ class RuleOp(IRDLOperation):
 
     def __init__(self, transformer: str, operator: str, body: Region):
         super().__init__(properties={"transformer": StringAttr(transformer), "operator": StringAttr(operator)}, regions=[body])
+
+
+@irdl_op_definition
+class ParamDomainOp(IRDLOperation):
+    """A parameter's domain on the neurons of one operator, lifted to a layer like a rule: from the
+    operator's inputs, the lower bound, the upper bound and the initial value of every neuron
+    (``[batch, curr]`` Float tensors).  ``default`` (the value on other operators' neurons) is absent
+    when the parameter has none.
+
+    ```
+    cftensor.param_domain "slope" "Relu" else(1.0 : f64) {
+      %prev = cftensor.input "prev" : !cftensor.t<N, [1, curr], [batch, 1]>
+      ...
+      cftensor.return %lo, %hi, %init : ...
+    }
+    ```
+    """
+
+    name = "cftensor.param_domain"
+    param = prop_def(StringAttr)
+    operator = prop_def(StringAttr)
+    default = opt_prop_def(FloatAttr)
+    body = region_def("single_block")
+    assembly_format = "$param $operator (`else` `(` $default^ `)`)? attr-dict-with-keyword $body"
+
+    def __init__(self, param: str, operator: str, body: Region, default: float | None):
+        props: dict[str, Attribute] = {"param": StringAttr(param), "operator": StringAttr(operator)}
+        if default is not None:
+            props["default"] = FloatAttr(float(default), f64)
+        super().__init__(properties=props, regions=[body])
+
+    def verify_(self) -> None:
+        last = self.body.block.last_op
+        if not isinstance(last, ReturnOp) or len(last.operands) != 3:
+            raise VerifyException("'cftensor.param_domain' returns (lo, hi, init)")
 
 
 @irdl_op_definition
@@ -1059,8 +1120,8 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, MaskedReduceOp,
-        RuleOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, ParamOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, MaskedReduceOp,
+        RuleOp, ParamDomainOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
     ],
     [TensorType, ElementAttr, SizeAttr],
 )

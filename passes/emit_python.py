@@ -23,7 +23,10 @@ decides per neuron, so the engine can plan its tensors from shapes), ``LOCAL_MEM
 read through a rule's predecessors only, so a layer's values of them can be freed once its
 successors are analysed), ``RULE_LOCATIONS`` (each rule's line and column in the source, which the
 engine names when a rule cannot run) and ``EXACT`` (per rule, which member values it computes without
-rounding: the tags :mod:`cfmlir.passes.exactness_analysis` left on the rule, for the float32 widening).
+rounding: the tags :mod:`cfmlir.passes.exactness_analysis` left on the rule, for the float32 widening).  A certifier with parameters also gets one function
+``param_<name>_<Operator>(rt, ctx)`` per ``cftensor.param_domain`` (the domain and initial value of
+every neuron of a layer of that operator) and ``PARAMS`` (parameter -> its ``else`` value and its
+domain functions by operator); a read ``cftensor.param`` is ``ctx.param(neurons, name)``.
 """
 
 from __future__ import annotations
@@ -253,6 +256,11 @@ def _(op: ct.AccessOp, out: _Out) -> None:
 
 
 @emit_op.register
+def _(op: ct.ParamOp, out: _Out) -> None:
+    out.assign(op, f"ctx.param({out.args(op)[0]}, {op.param.data!r})")
+
+
+@emit_op.register
 def _(op: ct.MergeTopOp, out: _Out) -> None:
     out.assign(op, out.args(op)[0])
 
@@ -339,7 +347,18 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     noise: dict[str, int] = {}
     locations: dict[str, tuple[int, int]] = {}
     exact: dict[str, dict[str, str]] = {}
+    params: dict[str, tuple[float | None, list[tuple[str, str]]]] = {}
     for op in module.ops:
+        if isinstance(op, ct.ParamDomainOp):
+            name, operator = op.param.data, op.operator.data
+            fname = f"param_{name}_{operator}"
+            default = None if op.default is None else float(op.default.value.data)
+            params.setdefault(name, (default, []))[1].append((operator, fname))
+            lines.append("")
+            lines.append(f"def {fname}(rt, ctx):")
+            results = emit_block(op.body.block, _Out(_Namer(), lines, "    "))
+            lines.append(f"    return ({', '.join(results)},)")
+            continue
         if not isinstance(op, ct.RuleOp):
             continue
         fname = f"rule_{op.transformer.data}_{op.operator.data}"
@@ -368,4 +387,9 @@ def emit_python(module: ModuleOp, source: str = "<unknown>", digest: str = "-", 
     lines.append(f"{contract.MODULE_LOCAL_MEMBERS} = {local!r}  # read through a rule's predecessors only")
     lines.append(f"{contract.MODULE_RULE_LOCATIONS} = {locations!r}  # (line, column) of each rule in the source")
     lines.append(f"{contract.MODULE_EXACT} = {exact!r}  # member values computed without rounding (exactness analysis)")
+    if params:
+        entries = ", ".join(
+            f"{n!r}: {{'default': {d!r}, 'domains': {{" + ", ".join(f"{o!r}: {f}" for o, f in fs) + "}}"
+            for n, (d, fs) in params.items())
+        lines.append(f"{contract.MODULE_PARAMS} = {{{entries}}}  # optimisable parameters: else value, domain per operator")
     return "\n".join(lines) + "\n"

@@ -22,7 +22,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from cfmlir.passes.exactness_analysis import ExactnessPass
 from cfmlir.passes.loop_invariant_code_motion import LoopInvariantCodeMotion
 from cfmlir.passes.rewrite_broadcast_hoist import HoistBroadcast
-from cfmlir.passes.rewrite_clamp import ClampRewrite
+from cfmlir.passes.rewrite_clamp import ClampRewrite, ExtremumClamp
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
 from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
@@ -64,10 +64,10 @@ class TernaryToArithPass(RewritePass):
 
 @dataclass(frozen=True)
 class ClampRewritePass(RewritePass):
-    """A value masked by its own sign is a clamp (:mod:`.rewrite_clamp`)."""
+    """A value masked by its own sign, or max/min with a constant, is a clamp (:mod:`.rewrite_clamp`)."""
 
     name = "clamp-rewrite"
-    PATTERNS = (ClampRewrite, HoistBroadcast)
+    PATTERNS = (ClampRewrite, ExtremumClamp, HoistBroadcast)
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ class DomainRewritesPass(RewritePass):
     """All domain rewrites together, to a fixpoint."""
 
     name = "domain-rewrites"
-    PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, AssociateProducts,
+    PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, ExtremumClamp, AssociateProducts,
                 DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce,
                 IntervalInner, Substitute)
 

@@ -1,7 +1,11 @@
-"""``--clamp-rewrite``: a value masked by its own sign is a clamp.
+"""``--clamp-rewrite``: a value masked by its own sign is a clamp, and so is a max/min with a constant.
 
     # mult(ge(x, 0), x) -> clamp(x, min=0)        (also gt, and either operand order)
     # mult(le(x, 0), x) -> clamp(x, max=0)        (also lt, not(ge(x, 0)), not(gt(x, 0)))
+    # binary(max, x, c) -> clamp(x, min=c)        (c a finite compile-time constant; either order)
+    # binary(min, x, c) -> clamp(x, max=c)
+
+(One op on the tensor instead of a comparison with a number the runtime would make a tensor of.)
 """
 
 from __future__ import annotations
@@ -38,3 +42,21 @@ class ClampRewrite(RewritePattern):
                 lo, hi = (0.0, None) if found[1] == "min" else (None, 0.0)
                 rewriter.replace(op, [ct.ClampOp(x, op.result.type, min=lo, max=hi)])
                 return
+
+
+class ExtremumClamp(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ct.BinaryOp, rewriter: PatternRewriter) -> None:
+        # max(x, c) == clamp(x, min=c);  min(x, c) == clamp(x, max=c)
+        kind = op.op.data
+        if kind not in ("max", "min"):
+            return
+        for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            value = const_value(c)
+            if value is None or value != value or abs(value) == float("inf") or const_value(x) is not None:
+                continue
+            if ct.meta(x).top.type not in ("R", "I") or ct.meta(x) != ct.meta(op.result):
+                continue
+            lo, hi = (float(value), None) if kind == "max" else (None, float(value))
+            rewriter.replace(op, [ct.ClampOp(x, op.result.type, min=lo, max=hi)])
+            return

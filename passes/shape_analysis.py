@@ -39,6 +39,12 @@ layer level, one stack element whose dimensions are ``[batch, curr]`` (plus list
 * a rule's result (a tuple, possibly conditional) is merged per member: ``c ? (a1, a2) : (b1, b2)``
   becomes ``(c ? a1 : b1, c ? a2 : b2)`` evaluated per neuron; each member is expanded to its stored
   shape ``[batch, curr]`` before ``cftensor.return``.
+* parameters: a read ``n[a]`` (``cf.param``) is a ``cftensor.param`` whose metadata is the neurons'
+  with the batch and ``curr`` dimensions of the bottom element materialised (a value per sample and
+  per reading neuron): ``curr[a]`` is ``<R, [batch, curr], [1, 1]>``, ``n[a]`` in a traverse of
+  ``curr``'s bounds ``<R, [lay], [1] :: R, [batch, curr], [1, 1]>``.  Each ``cf.parameter`` becomes
+  one ``cftensor.param_domain`` per operator, lifted like a rule from that operator's inputs and
+  returning ``lo``, ``hi`` and the initial value ``[batch, curr]``.
 * metadata: ``curr[weight]`` is ``<R, [1, curr, prev], [batch, 1, 1]>``, ``curr[bias]``
   ``<R, [1, curr], [batch, 1]>`` (weights do not depend on the sample); ``n[layer]`` keeps the shape of
   the neurons; a shape member of neurons takes their shape with the batch dimension materialised.
@@ -476,6 +482,10 @@ class RuleLifter:
         return self.access(env[op.operands[0]], op.member.data, result_type(op), op.operands[0])
 
     @lift.register
+    def _(self, op: cf.ParamOp, env: dict) -> Val:
+        return self.param(env[op.operands[0]], op.param.data, result_type(op))
+
+    @lift.register
     def _(self, op: cf.DotOp, env: dict) -> Val:
         return self.dot(env[op.operands[0]], env[op.operands[1]], result_type(op))
 
@@ -568,6 +578,20 @@ class RuleLifter:
         b = Element(letter(t), (BATCH,) + bottom.shape[1:], (ONE,) + bottom.broadcast[1:], False)
         elements = tuple(Element(letter(t), e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,)
         return Val(self.emit(ct.AccessOp(x.v, self.T(Metadata(elements)), member=member)), t)
+
+    def param(self, x: Val, name: str, t: sem.Type) -> Val:
+        """``x[name]`` for a parameter: one value per sample and per reading neuron (``curr``), so the
+        bottom element's batch and ``curr`` dimensions are materialised."""
+        if x.letter != "N":  # pragma: no cover - the type checker makes it a neuron (list)
+            raise self.error("a parameter is read on neurons")
+        m = x.m
+        bottom = m.elements[-1]
+        if bottom.rank < 2:  # pragma: no cover - every rule value has the batch and curr dimensions
+            raise self.error("a parameter read outside a rule's layer")
+        total = bottom.total
+        b = Element("R", total[:2] + bottom.shape[2:], (ONE, ONE) + bottom.broadcast[2:], False)
+        elements = tuple(Element("R", e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,)
+        return Val(self.emit(ct.ParamOp(x.v, self.T(Metadata(elements)), name)), t)
 
     def dot(self, base: Val, w: Val, t: sem.Type) -> Val:
         kind = letter(t)
@@ -831,6 +855,17 @@ class RuleLifter:
         self.locate(out)
         return out
 
+    def lift_param_domain(self, name: str, op: str, region: Region, default: float | None) -> ct.ParamDomainOp:
+        """A parameter's ``(lo, hi, init)`` on the neurons of ``op``, lifted like a rule of ``op``."""
+        self.at = region.block.last_op
+        env = self.bind(op, region.block)
+        term = self.visit_region(region, env)
+        outs = [self.store_form(env[v], sem.FLOAT).v for v in term.operands]
+        self.emit(ct.ReturnOp(outs))
+        out = ct.ParamDomainOp(name, op, Region(self.block), default)
+        self.locate(out)
+        return out
+
     def store_form(self, x: Val, t: sem.Type) -> Val:
         """Expand a member's value to its stored shape ``[batch, curr]``."""
         kind = letter(t)
@@ -872,20 +907,33 @@ def _list_op_in(func: cf.FuncOp, funcs: dict, seen: set) -> str | None:
 
 def zero_preserving(f: Closure) -> bool:
     """Whether ``f(n, 0) == 0`` follows syntactically from the body (products with the coefficient,
-    sums and conditionals of such terms), so a map need not mask absent summands."""
+    sums and conditionals of such terms, and calls of functions that are zero-preserving in the
+    arguments given such terms), so a map need not mask absent summands."""
     body = f.func.body.block
     coeff = body.args[len(f.args) + 1] if len(body.args) == len(f.args) + 2 else None
     if coeff is None:
         return False
-    term = body.last_op
-    if not isinstance(term, cf.YieldOp):
+    return _yields_zero(f.func, {coeff}, 0)
+
+
+def _yields_zero(func: cf.FuncOp, zero: set, depth: int) -> bool:
+    """Whether ``func``'s result is 0 whenever its arguments in ``zero`` are."""
+    term = func.body.block.last_op
+    if not isinstance(term, cf.YieldOp) or depth > 16:
         return False
 
     def zp(v: SSAValue) -> bool:
-        if v is coeff:
+        if v in zero:
             return True
-        rule = _ZERO_PRESERVING.get(type(v.owner))
-        return rule is not None and rule(v.owner, zp)
+        op = v.owner
+        if isinstance(op, cf.CallOp):
+            callee = cf.lookup_symbol(op, op.callee.root_reference.data)
+            if not isinstance(callee, cf.FuncOp):
+                return False
+            args = callee.body.block.args
+            return _yields_zero(callee, {a for a, x in zip(args, op.operands) if zp(x)}, depth + 1)
+        rule = _ZERO_PRESERVING.get(type(op))
+        return rule is not None and rule(op, zp)
 
     return zp(term.operands[0])
 
@@ -900,6 +948,8 @@ _ZERO_PRESERVING = {
     cf.SubOp: lambda op, zp: zp(op.operands[0]) and zp(op.operands[1]),
     cf.NegOp: lambda op, zp: zp(op.operands[0]),
     cf.SelectOp: lambda op, zp: zp(op.operands[1]) and zp(op.operands[2]),
+    cf.MaxOp: lambda op, zp: len(op.operands) == 2 and zp(op.operands[0]) and zp(op.operands[1]),
+    cf.MinOp: lambda op, zp: len(op.operands) == 2 and zp(op.operands[0]) and zp(op.operands[1]),
 }
 
 
@@ -954,6 +1004,9 @@ class ShapeAnalysisPass(ModulePass):
         new_ops[0].location = flow.location
         for rule, region in transformer.rule_regions():
             new_ops.append(RuleLifter(op, members).lift_rule(tname, rule, region))
+        for decl in (o for o in op.ops if isinstance(o, cf.ParameterOp)):
+            for pop, region in decl.domains():
+                new_ops.append(RuleLifter(op, members).lift_param_domain(decl.sym_name.data, pop, region, decl.default_value()))
         for o in list(op.ops):
             o.detach()
             o.erase(safe_erase=False)

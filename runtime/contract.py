@@ -95,5 +95,8 @@ def traverse_step_cap(num_neurons: int) -> int:
     return 4 * num_neurons + 100
 
 
+#: ``PARAMS = {name: {'default': else value or None, 'domains': {operator: function (rt, ctx) -> (lo,
+#: hi, init) per neuron of a layer}}}``: the certifier's optimisable parameters (absent: none).
+MODULE_PARAMS = "PARAMS"
 #: The rule inputs that name a layer's predecessors (``cftensor.input``).
 PREDECESSOR_INPUTS = ("prev", "prev_0", "prev_1")

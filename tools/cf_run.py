@@ -46,6 +46,10 @@ at ``ADDRESS`` or on a local one started for the run; the output is the single-p
 mode goes through :func:`cfmlir.certify` either way (the one batching loop; ``--check`` and the progress
 bar are its per-batch hooks).
 
+Optimisation (``--optimize N``, ``--lr LR``; :mod:`cfmlir.optimize`, ``docs/optimisation.md``): a certifier
+with parameters (``param ...``: ``alpha_deeppoly``, ``alpha_deepz``) has them optimised per batch by N
+iterations of projected Adam on the margins' (VNN-LIB: the constraint rows') lower bounds.
+
 Preprocessing (dataset mode; :mod:`cfruntime.properties.preprocessing`): the network is given
 ``x = (pixel/255 - mean) / std`` per channel in ``--layout`` (NCHW or NHWC), and reads its first Flatten
 in ``--flatten-order`` (CHW, or HWC for ERAN's CIFAR fully-connected nets).  A field not given by a flag
@@ -94,7 +98,8 @@ from cfmlir.api_args import short_data_note
 from cfmlir.tools.run_args import (DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_options, check_preprocessing_flags,
                                    parse_eps)
 from cfmlir.tools.run_setup import (LoadedProgram, api_certifier, check_status, engine_label, error_line, exit_status_of,
-                                    is_internal_error, load_network_file, load_program, parse_check, run_proof, write_json)
+                                    is_internal_error, load_network_file, load_program, optimize_args, parse_check, run_proof,
+                                    write_json)
 from cfmlir.tools.vnnlib_mode import finish_vnnlib, vnnlib_instance, write_results_file
 
 
@@ -260,8 +265,9 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
                           device="cpu" if interpreter else args.device, dtype="float64" if interpreter else args.dtype,
                           widen=None if interpreter else WIDEN[args.widen], sparse=not args.no_sparse,
                           batch_size=args.batch_size, layer_bounds=want_layers, check=check, on_batch=on_batch,
-                          on_shrink=on_shrink, ray=args.ray)
-    bar.close()
+                          on_shrink=on_shrink, ray=args.ray, **optimize_args(args))
+    if hasattr(bar, "close"):
+        bar.close()
     labels = [int(v) for v in prop.labels.tolist()]
     correct = res.correct.tolist()
     certified = res.certified.tolist()
@@ -284,6 +290,8 @@ def _run_dataset(args, loaded: LoadedProgram, certifier, network, prop, compile_
     }
     # the interpreter analyses one input at a time
     out["batch_size"] = {"requested": args.batch_size, "used": 1 if interpreter else res.batch_size}
+    if optimize_args(args):
+        out["optimize"] = {"iterations": args.optimize, "lr": 0.5 if args.lr is None else args.lr}
     if want_layers:
         out["layer_bounds"] = {str(k): {"lower": lo.tolist(), "upper": hi.tolist()}
                                for k, (lo, hi) in sorted(res.layer_bounds.items())}

@@ -5,6 +5,8 @@ the API's, :mod:`cfmlir.api_args`); :class:`UsageError` for a bad value or combi
 
 from __future__ import annotations
 
+import math
+
 import argparse
 
 from cfmlir.api_args import (
@@ -78,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compiled engine: widen every bound by a rigorous bound of its rounding errors, so that "
                         "it holds for the real-valued network (auto: on for float32, off for float64; off gives "
                         "raw float32 bounds, which rounding can make unsound by ~1e-5)")
+    p.add_argument("--optimize", default=None, type=_positive_int, metavar="N",
+                   help="compiled engine: optimise the certifier's parameters ('param ...', e.g. alpha_deeppoly's "
+                        "ReLU slopes) per batch by N iterations of projected Adam on the margins' lower bounds "
+                        "(docs/optimisation.md)")
+    p.add_argument("--lr", default=None, type=float, metavar="LR",
+                   help="with --optimize: the learning rate (default 0.5, decayed by 0.98 per iteration)")
     p.add_argument("--check", dest="check", action=_CheckFlag, nargs=0, const=True, default=None,
                    help="check the computed bounds of every layer empirically (samples, box vertices, PGD); a value "
                         "outside its bounds certifies nothing and exits with status 3 (default: on for a .cf file, "
@@ -270,5 +278,12 @@ def check_options(args) -> None:
     args.batch_size_given = "batch_size" in given
     if mode != "dataset" and args.batch_size_given and args.split == "off":
         raise UsageError("--batch-size applies to input splitting with --vnnlib/--instances, which --split off turns off")
+    if getattr(args, "lr", None) is not None:
+        if getattr(args, "optimize", None) is None:
+            raise UsageError("--lr needs --optimize N")
+        if not (math.isfinite(args.lr) and args.lr > 0):
+            raise UsageError(f"--lr must be a positive number, got {args.lr:g}")
+    if getattr(args, "optimize", None) is not None and args.engine == "interpreter":
+        raise UsageError("--optimize runs the compiled engine, not the interpreter")
     if getattr(args, "ray", None) is not None and mode == "vnnlib":
         raise UsageError("--ray applies to dataset mode (--data) and --instances, not to one --vnnlib property")

@@ -61,13 +61,35 @@ def engine_label(args) -> str:
         return "interpreter"
     mode = ("dense" if args.no_sparse else "g-BSCR") + (", no rewrites" if args.no_rewrite else "")
     widened = args.widen == "on" or (args.widen == "auto" and args.dtype != "float64")
-    return f"compiled, {mode}, {args.dtype}{' widened' if widened else ''}, batch {args.batch_size}"
+    opt = f", optimised ({args.optimize} iterations)" if getattr(args, "optimize", None) else ""
+    return f"compiled, {mode}, {args.dtype}{' widened' if widened else ''}, batch {args.batch_size}{opt}"
+
+
+def optimize_args(args) -> dict:
+    """``optimize``/``lr`` of :func:`cfmlir.certify` from ``--optimize N`` and ``--lr`` (empty without)."""
+    if args.optimize is None and args.lr is None:
+        return {}
+    return {"optimize": args.optimize, "lr": args.lr}
 
 
 def make_engine(args, prog):
-    """The :mod:`cfmlir.engines` engine of ``prog`` (``load_program``'s) with this run's options."""
+    """The :mod:`cfmlir.engines` engine of ``prog`` (``load_program``'s) with this run's options; with
+    ``--optimize`` the optimising engine (VNN-LIB rows: no early stop, their thresholds are not 0)."""
     from cfmlir.engines import CompiledEngine, InterpreterEngine
 
+    opt = optimize_args(args)
+    if opt:
+        from cfmlir.optimize import OptimizeError, OptimizeOptions, OptimizingEngine, options_from, require_params
+
+        if args.engine == "interpreter":
+            raise OptimizeError("--optimize runs the compiled engine, not the interpreter")
+        options = options_from(opt["optimize"], opt["lr"])
+        if options is None:
+            raise OptimizeError("--lr needs --optimize N")
+        require_params(prog, Path(str(getattr(args, "certifier", None) or prog.name)).stem)
+        options = OptimizeOptions(options.iterations, options.lr, options.lr_decay, False, options.patience)
+        return OptimizingEngine(prog, options, sparse=not args.no_sparse, dtype=args.dtype, device=args.device,
+                                widen=args.widen)
     if args.engine == "interpreter":
         return InterpreterEngine(prog)
     return CompiledEngine(prog, sparse=not args.no_sparse, dtype=args.dtype, device=args.device, widen=args.widen)

@@ -1,7 +1,8 @@
 """The certifiers shipped with cfmlir, as ConstraintFlow sources (package data).
 
-``ibp``, ``crown_ibp``, ``deepz``, ``deeppoly``, ``reusecert``, ``polyzono``, ``zid``, ``skippoly`` are
-files ``<name>.cf`` here.  ``deeppoly_<p>`` (p = 0..8) are made from the template ``deeppoly_p.cf`` by
+``ibp``, ``crown_ibp``, ``deepz``, ``deeppoly``, ``reusecert``, ``polyzono``, ``zid``, ``skippoly`` and
+the parametric ``alpha_deeppoly`` (alpha-CROWN) and ``alpha_deepz`` (DeepZ with optimisable ReLU
+slopes) are files ``<name>.cf`` here.  ``deeppoly_<p>`` (p = 0..8) are made from the template ``deeppoly_p.cf`` by
 setting its ``func depth() = ...;`` line to p.  Where a paper listing was incomplete or unsound the
 file says what was fixed in its header comment.
 """
@@ -13,13 +14,15 @@ from pathlib import Path
 
 CERTIFIER_DIR = Path(__file__).resolve().parent
 BASE_CERTIFIERS = ("ibp", "crown_ibp", "deepz", "deeppoly", "reusecert", "polyzono", "zid", "skippoly")
+#: Certifiers with optimisable parameters (``param ...``; cfmlir.optimize): shipped like the others.
+PARAMETRIC_CERTIFIERS = ("alpha_deeppoly", "alpha_deepz")
 DEEPPOLY_P_RANGE = range(0, 9)
 _DEPTH_LINE = re.compile(r"^func depth\(\) = \d+;", re.MULTILINE)
 
 
 def certifier_names() -> list[str]:
     """Every shipped certifier name, the deeppoly_p family included."""
-    return list(BASE_CERTIFIERS) + [f"deeppoly_{p}" for p in DEEPPOLY_P_RANGE]
+    return list(BASE_CERTIFIERS) + [f"deeppoly_{p}" for p in DEEPPOLY_P_RANGE] + list(PARAMETRIC_CERTIFIERS)
 
 
 def deeppoly_p_source(p: int) -> str:
@@ -39,7 +42,7 @@ def certifier_source(name: str) -> tuple[str, str]:
     m = re.fullmatch(r"deeppoly_(\d+)", name)
     if m:
         return deeppoly_p_source(int(m.group(1))), f"{name}.cf"
-    if name in BASE_CERTIFIERS:
+    if name in BASE_CERTIFIERS or name in PARAMETRIC_CERTIFIERS:
         path = CERTIFIER_DIR / f"{name}.cf"
         return path.read_text(encoding="utf-8"), str(path)
     raise KeyError(name)

@@ -16,7 +16,8 @@ of a direct tree walk:
   unevaluated :class:`~cfmlir.interpreter.values.Ct`;
 * ``sym``/``eps`` makes a fresh noise symbol each time it is evaluated;
 * ``n[m]`` reads the stored shape member ``m`` of neuron ``n`` (an error if the flow has not computed
-  it yet); metadata ``weight`` (the neuron's affine row aligned with ``prev``), ``bias``, ``layer``,
+  it yet); ``n[a]`` for a parameter ``a`` its value for the neuron whose rule runs
+  (:meth:`cfmlir.interpreter.flow.Runtime.param`); metadata ``weight`` (the neuron's affine row aligned with ``prev``), ``bias``, ``layer``,
   ``last_layer`` come from the network (:class:`~cfmlir.interpreter.netview.NetView`);
 * ``e.map(f)`` is ``const + sum_i f(x_i, c_i)`` over the summands (neurons of a PolyExp, noise symbols
   of a SymExp) -- see :mod:`cfmlir.interpreter.traverse` for ``map`` and ``traverse``;
@@ -238,10 +239,11 @@ class ExprCompiler:
     """Compiles expressions of one program against a runtime context ``rt`` (a
     :class:`cfmlir.interpreter.flow.Runtime`: shape store, network metadata, noise counter)."""
 
-    def __init__(self, rt, funcs: dict[str, CompiledFunc], members: dict[str, T.Type]):
+    def __init__(self, rt, funcs: dict[str, CompiledFunc], members: dict[str, T.Type], params=()):
         self.rt = rt
         self.funcs = funcs
         self.members = members
+        self.params = set(params)
 
     # -- purity ------------------------------------------------------------------------------------
     def expr_is_pure(self, e: ast.Expr, slots: dict[str, int]) -> bool:
@@ -518,7 +520,13 @@ class ExprCompiler:
         base = sub(e.base)
         m = e.member
         is_list = isinstance(e.base.ty, T.ListType)
-        if m in self.members:
+        if m in self.params and m not in self.members:
+            loc = e.loc
+
+            def get(n, _m=m):
+                return rt.param(_m, int(n), loc)
+
+        elif m in self.members:
             loc = e.loc
 
             def get(n, _m=m):

@@ -14,6 +14,13 @@
   as a Float List aligned with ``prev``; ``bias``; ``layer`` = its layer index; ``last_layer`` = 1 in
   the final layer (the margin layer when a property is analysed), else 0; ``alpha`` = the layer's
   ``alpha`` (LeakyRelu's negative slope, Elu's scale), 0 for a layer without one.
+* **Parameters** (``param a for Op in [lo, hi] init e else d``): ``n[a]`` read while the rule of
+  neuron ``s`` runs is ``a_s(n)``: the raw value of the pair ``(s, n)`` -- the initial value ``e``,
+  unless the run is given values (``analyze(..., params=...)``: an object with ``value_at(name,
+  sample, reader layer, reader position, layer, position)``, such as a compiled run's
+  :class:`cfruntime.flow.param_store.ParamStore`) -- projected into ``[lo, hi]``; ``lo``, ``hi`` and
+  ``e`` are evaluated per neuron ``n`` with the bindings of ``n``'s own rule; on a neuron of another
+  operator the read is ``d`` (an error without one).
 * **Flow** ``flow(direction, priority, stop, T)``: the input layer is initialised from the property
   (:mod:`cfmlir.interpreter.input_shape`); every other neuron is then computed by T's rule for its
   layer, in increasing ``priority(n)`` (ties: by neuron index, i.e. topological order).  For the
@@ -36,7 +43,7 @@ from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.callers import unary_caller
-from cfmlir.interpreter.evaluator import CompiledFunc, ExprCompiler, converter
+from cfmlir.interpreter.evaluator import RULE_SLOTS, CompiledFunc, ExprCompiler, converter
 from cfmlir.interpreter.input_shape import Roles, input_initialisers, member_roles
 from cfmlir.typing.checker import CheckedProgram
 from cfruntime import contract
@@ -155,6 +162,14 @@ class Runtime:
         self.last_layer: list[int] = []
         self.num_neurons = 0
         self._noise = 0
+        #: the neuron whose rule is running (the reader of a parameter)
+        self.reader: int = -1
+        #: parameter name -> (default, {operator: (lo, hi, init) closures}); set by CompiledProgram
+        self.param_specs: dict = {}
+        #: ``(name, reader, neuron, init) -> raw value``, or None for the initial values
+        self.param_source = None
+        self._param_domains: dict = {}
+        self._bindings: dict = {}
 
     def reset(self, view: NetView) -> None:
         self.view = view
@@ -166,6 +181,31 @@ class Runtime:
         self._noise = 0
         self.cse = {}
         self.memo = {}
+        self.reader = -1
+        self._param_domains = {}
+        self._bindings = {}
+
+    def param(self, name: str, n: int, loc) -> float:
+        """``n[name]`` for a parameter, read by the rule of ``self.reader`` (see the module docstring)."""
+        default, domains = self.param_specs[name]
+        li = self.layer_of[n]
+        op = KIND_TO_OP.get(self.view.layers[li].kind)
+        fns = domains.get(op)
+        if fns is None:
+            if default is None:
+                raise InterpreterError(f"{loc}: parameter '{name}' has no value on neuron {n} (layer {li}, "
+                                       f"{self.view.layers[li].kind}): it is declared for {', '.join(domains)} and has no 'else' value")
+            return default
+        dom = self._param_domains.get((name, n))
+        if dom is None:
+            binds = self._bindings.get(li)
+            if binds is None:
+                binds = self._bindings[li] = self.view.bindings(li)
+            a = binds[self.view.pos[n]]
+            dom = self._param_domains[(name, n)] = tuple(float(f(a)) for f in fns)
+        lo, hi, init = dom
+        raw = init if self.param_source is None else float(self.param_source(name, self.reader, n, init))
+        return min(max(raw, lo), hi)
 
     def fresh_noise(self) -> V.Noise:
         self._noise += 1
@@ -203,10 +243,14 @@ class CompiledProgram:
         self.roles: Roles = member_roles(checked)
         self.rt = Runtime(self.member_order)
         self.funcs: dict[str, CompiledFunc] = {n: CompiledFunc(d, ft) for n, (d, ft) in checked.funcs.items()}
-        comp = ExprCompiler(self.rt, self.funcs, self.members)
+        comp = ExprCompiler(self.rt, self.funcs, self.members, checked.params)
         # Purity of a function depends on the functions it names, which are declared before it.
         for n, (d, _ft) in checked.funcs.items():
             comp.compile_function(self.funcs[n])
+        self.rt.param_specs = {
+            name: (d.default, {op: tuple(comp.compile(e, dict(RULE_SLOTS), None) for e in (d.lo, d.hi, d.init))
+                               for op in d.ops})
+            for name, d in checked.params.items()}
         self.rules: dict[str, dict[str, Any]] = {}
         for tname, tdecl in checked.transformers.items():
             self.rules[tname] = {r.op: comp.compile_rule(r.body) for r in tdecl.rules}
@@ -230,12 +274,14 @@ class CompiledProgram:
                     raise InterpreterError(
                         f"certifier '{self.name}' has no rule for '{op or layer.kind}' (layer {layer.index} of {view.source})")
 
-    def run(self, view: NetView, lo: Sequence[float], hi: Sequence[float]) -> dict[str, list]:
+    def run(self, view: NetView, lo: Sequence[float], hi: Sequence[float], params=None) -> dict[str, list]:
         """Run the flow(s) on ``view`` with the input box ``[lo, hi]``; returns the shape store
-        (member -> per-neuron values, global numbering)."""
+        (member -> per-neuron values, global numbering).  ``params``: the raw parameter values,
+        ``(name, reader, neuron, init) -> value`` (None: every parameter at its initial value)."""
         rt = self.rt
         self.check_network(view)
         rt.reset(view)
+        rt.param_source = params
         inp = view.layers[0]
         if len(lo) != inp.size or len(hi) != inp.size:
             raise InterpreterError(f"input box has {len(lo)} values but the network input has {inp.size} neurons")
@@ -271,6 +317,7 @@ class CompiledProgram:
             a = binds[li][p]
             stop(a[0])  # evaluated, but does not cut the flow (see the module docstring)
             rt.cse = {}
+            rt.reader = g
             try:
                 val = rule(a)
             except InterpreterError:

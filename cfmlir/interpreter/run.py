@@ -89,12 +89,21 @@ class Analysis:
                 for lay in self.view.layers}
 
 
-def analyze(prog: CompiledProgram, network, lo: Sequence[float], hi: Sequence[float], sample: int = 0) -> Analysis:
-    """Run ``prog`` on ``network`` for the input box ``[lo, hi]`` (flattened input order)."""
+def analyze(prog: CompiledProgram, network, lo: Sequence[float], hi: Sequence[float], sample: int = 0,
+            params=None) -> Analysis:
+    """Run ``prog`` on ``network`` for the input box ``[lo, hi]`` (flattened input order).  ``params``:
+    the raw values of the certifier's parameters -- an object with ``value_at(name, sample, reader
+    layer, reader position, layer, position)`` (a compiled run's
+    :class:`~cfruntime.flow.param_store.ParamStore`: the interpreter then uses the values that run
+    used) -- or None for their initial values."""
     view = NetView(network, sample)
     lo = _flat(lo)
     hi = _flat(hi)
-    store = prog.run(view, lo, hi)
+    source = None
+    if params is not None:
+        def source(name, reader, n, init, _p=params, _v=view):
+            return _p.value_at(name, sample, _v.layer_of[reader], _v.pos[reader], _v.layer_of[n], _v.pos[n])
+    store = prog.run(view, lo, hi, source)
     lower, upper = prog.output_bounds(view)
     # Snapshot: the runtime's store is reused by the next run of the same program.
     snap = {m: list(v) for m, v in store.items()}

@@ -50,6 +50,8 @@ class Lowering:
                 ops.append(self.shape(decl))
             elif isinstance(decl, ast.FuncDecl):
                 ops.append(self.func(decl))
+            elif isinstance(decl, ast.ParamDecl):
+                ops.append(self.parameter(decl))
             elif isinstance(decl, ast.TransformerDecl):
                 ops.append(self.transformer(decl))
             else:
@@ -87,6 +89,25 @@ class Lowering:
         op = cf.FuncOp(decl.name, ftype, Region(block))
         op.location = _loc(decl.loc)
         return op
+
+    def parameter(self, decl: ast.ParamDecl) -> cf.ParameterOp:
+        """``cf.parameter @a``: per operator, a region over its rule bindings yielding (lo, hi, init)."""
+        domains: list[tuple[str, Region]] = []
+        for op in decl.ops:
+            bindings = operator_bindings(op)
+            block = Block(arg_types=[to_cf(t) for t in bindings.values()])
+            env: dict[str, SSAValue] = {}
+            for name, arg in zip(bindings, block.args):
+                _hint(arg, cf.binding_hint(name))
+                env[name] = arg
+            self.block = block
+            # the three are typed in every operator's bindings by the checker; lowered per operator
+            vals = [self.expr(e, env) for e in (decl.lo, decl.hi, decl.init)]
+            self.emit(cf.YieldOp(vals), decl.loc)
+            domains.append((op, Region(block)))
+        out = cf.ParameterOp(decl.name, domains, decl.default)
+        out.location = _loc(decl.loc)
+        return out
 
     def transformer(self, decl: ast.TransformerDecl) -> cf.TransformerOp:
         rules: list[tuple[str, Region]] = []
@@ -161,6 +182,8 @@ class Lowering:
             return self.value(cf.LpOp(e.sense, o, c, ty), e.loc)
         if isinstance(e, ast.Access):
             b = self.expr(e.base, env)
+            if e.member in self.checked.params and e.member not in self.checked.members:
+                return self.value(cf.ParamOp(b, e.member, ty), e.loc)
             return self.value(cf.AccessOp(b, e.member, ty), e.loc)
         if isinstance(e, ast.Map):
             b = self.expr(e.base, env)

@@ -12,7 +12,7 @@ member ``weight``, ``curr[b]`` -> ``bias``, ``ReLU`` -> ``Relu``, ``if c then a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Union
 
 from cfmlir.diagnostics import Loc
@@ -196,6 +196,19 @@ Expr = Union[
 ]
 
 
+def walk(e: "Expr"):
+    """``e`` and every expression inside it (a traverse's invariant included), depth first."""
+    yield e
+    for f in fields(e):
+        v = getattr(e, f.name)
+        if isinstance(v, ExprBase):
+            yield from walk(v)
+        elif isinstance(v, list):
+            for x in v:
+                if isinstance(x, ExprBase):
+                    yield from walk(x)
+
+
 # ----------------------------------------------------------------------------------------------
 # Declarations
 # ----------------------------------------------------------------------------------------------
@@ -231,6 +244,32 @@ class FuncDecl:
 
 
 @dataclass
+class ParamDecl:
+    """``param a for Relu, ... in [lo, hi] init e else d;``: an optimisable parameter.
+
+    The parameter has a value on every neuron of the operators ``ops`` (their rules' bindings --
+    ``curr``, ``prev``... -- are in scope in ``lo``, ``hi`` and ``init``, evaluated per neuron); on
+    other neurons it reads as the number ``default`` (``else``; ``None`` when not given, then reading
+    it there is an error).  It is read like a member, ``n[a]``: read in the rule of neuron ``s`` it is
+    ``a_s(n)``, one value per pair (reader ``s``, neuron ``n``) -- so ``curr[a]`` is one value per
+    neuron and ``n[a]`` inside a map or traverse one per neuron for each neuron whose rule runs it
+    (alpha-CROWN's per-bound slopes).  The value used is always projected into ``[lo, hi]``;
+    ``init`` (default: the midpoint ``(lo + hi) / 2``) is where an optimisation starts.
+    """
+
+    name: str
+    ops: list[str]
+    lo: "Expr"
+    hi: "Expr"
+    init: "Expr"
+    default: float | None
+    loc: Loc
+    ops_loc: list[Loc] = field(default_factory=list)
+    #: ``init`` was not written (it is the synthesised midpoint)
+    init_given: bool = True
+
+
+@dataclass
 class Rule:
     """``Op -> body;`` inside a transformer."""
 
@@ -257,7 +296,7 @@ class FlowDecl:
     loc: Loc
 
 
-Decl = Union[ShapeDecl, FuncDecl, TransformerDecl, FlowDecl]
+Decl = Union[ShapeDecl, FuncDecl, ParamDecl, TransformerDecl, FlowDecl]
 
 
 @dataclass
@@ -272,6 +311,10 @@ class Program:
     @property
     def funcs(self) -> list[FuncDecl]:
         return [d for d in self.decls if isinstance(d, FuncDecl)]
+
+    @property
+    def params(self) -> list[ParamDecl]:
+        return [d for d in self.decls if isinstance(d, ParamDecl)]
 
     @property
     def transformers(self) -> list[TransformerDecl]:

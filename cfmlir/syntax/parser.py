@@ -11,6 +11,7 @@ Grammar (see also the README's "The language" section)::
     program     ::= decl*
     decl        ::= 'def' 'Shape' 'as' '(' param (',' param)* ')' '{' '[' expr (',' expr)* ']' '}' ';'
                   | ('func'|'Func') NAME '(' [param (',' param)*] ')' '=' expr ';'
+                  | 'param' NAME 'for' OP (',' OP)* 'in' '[' expr ',' expr ']' ['init' expr] ['else' NUMBER] ';'
                   | 'transformer' NAME '{' (OP '->' expr ';')* '}' [';']
                   | 'flow' '(' ('forward'|'backward') ',' NAME ',' NAME ',' NAME ')' ';'
     param       ::= type NAME
@@ -49,7 +50,7 @@ from cfmlir.syntax.nesting import MAX_NESTING, deepest, too_deep
 RESERVED = frozenset(
     {
         "def", "as", "func", "Func", "transformer", "flow", "true", "false", "sym", "eps", "lp",
-        "if", "then", "else", "fi", "and", "or", "not", "In", "List",
+        "if", "then", "else", "fi", "and", "or", "not", "In", "List", "param",
     }
 )
 
@@ -122,11 +123,13 @@ class Parser:
             return self.parse_shape()
         if self.at("func") or self.at("Func"):
             return self.parse_func()
+        if self.at("param"):
+            return self.parse_param_decl()
         if self.at("transformer"):
             return self.parse_transformer()
         if self.at("flow"):
             return self.parse_flow()
-        raise CfError(t.loc, f"expected 'def', 'func', 'transformer' or 'flow', found {t.describe()}")
+        raise CfError(t.loc, f"expected 'def', 'func', 'param', 'transformer' or 'flow', found {t.describe()}")
 
     def parse_type(self) -> ast.TypeRef:
         t = self.tok
@@ -183,6 +186,55 @@ class Parser:
         body = self.parse_top_expr()
         self.expect(";")
         return ast.FuncDecl(name.text, params, body, start.loc)
+
+    def parse_operator(self) -> tuple[str, Token]:
+        """A network operator name (any spelling) -> its canonical name and token."""
+        op_tok = self.tok
+        if op_tok.kind is not TokenKind.IDENT:
+            raise CfError(op_tok.loc, f"expected an operator name, found {op_tok.describe()}")
+        op = canonical_operator(op_tok.text)
+        if op is None:
+            raise CfError(op_tok.loc, f"unknown operator '{op_tok.text}'")
+        self.next()
+        return op, op_tok
+
+    def parse_param_decl(self) -> ast.ParamDecl:
+        """``param a for Op, ... in [lo, hi] [init e] [else number];`` (see :class:`ast.ParamDecl`)."""
+        start = self.expect("param")
+        name = self.expect_name("a parameter name")
+        self.expect("for", "'for' and the operators the parameter belongs to")
+        ops, locs = [], []
+        while True:
+            op, tok = self.parse_operator()
+            if op in ops:
+                raise CfError(tok.loc, f"operator '{op}' is named twice for parameter '{name.text}'")
+            ops.append(op)
+            locs.append(tok.loc)
+            if not self.accept(","):
+                break
+        self.expect("in", "'in' and the parameter's domain '[lo, hi]'")
+        self.expect("[", "'[' of the domain '[lo, hi]'")
+        lo = self.parse_expr()
+        self.expect(",", "',' between the domain's bounds")
+        hi = self.parse_expr()
+        self.expect("]", "']' closing the domain")
+        init, given = None, True
+        if self.accept("init"):
+            init = self.parse_expr()
+        else:  # the midpoint of the domain
+            given = False
+            init = ast.Binary(op="*", lhs=ast.FloatLit(value=0.5, loc=start.loc),
+                              rhs=ast.Binary(op="+", lhs=lo, rhs=hi, loc=start.loc), loc=start.loc)
+        default = None
+        if self.accept("else"):
+            neg = self.accept("-") is not None
+            num = self.tok
+            if num.kind not in (TokenKind.INT, TokenKind.FLOAT):
+                raise CfError(num.loc, f"expected a number after 'else' (the value on other neurons), found {num.describe()}")
+            self.next()
+            default = (-1.0 if neg else 1.0) * float(num.text)
+        self.expect(";")
+        return ast.ParamDecl(name.text, ops, lo, hi, init, default, start.loc, locs, given)
 
     def parse_transformer(self) -> ast.TransformerDecl:
         start = self.expect("transformer")

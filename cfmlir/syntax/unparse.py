@@ -108,3 +108,13 @@ def _(e: ast.TupleExpr) -> str:
 @unparse.register
 def _(e: ast.ListLit) -> str:
     return f"[{', '.join(unparse(x) for x in e.elems)}]"
+
+
+def unparse_param(d: ast.ParamDecl) -> str:
+    """The source text of a parameter declaration (``init`` only when it was written)."""
+    s = f"param {d.name} for {', '.join(d.ops)} in [{unparse(d.lo)}, {unparse(d.hi)}]"
+    if d.init_given:
+        s += f" init {unparse(d.init)}"
+    if d.default is not None:
+        s += f" else {d.default!r}"
+    return s + ";"

@@ -22,6 +22,11 @@ operand the rule blames).  The declaration-level checks are here:
 * a program has at most one flow (a second one is an error at its position, not ignored);
 * no expression nests deeper than :data:`~cfmlir.syntax.nesting.MAX_EXPANDED_NESTING` levels once the
   functions it names are expanded (the compiler inlines them; see :mod:`cfmlir.syntax.nesting`).
+* a parameter (``param a for Op, ... in [lo, hi] init e else d;``) has a fresh name (no member,
+  metadata or other parameter has it); ``lo``, ``hi`` and ``init`` are Floats in the bindings of each of
+  its operators (``curr``, ``prev``...), read no shape member of ``curr`` (that is what the rule
+  computes) and no parameter; a rule of an operator it is not declared for reads ``curr[a]`` only when
+  it has an ``else`` value.  Parameters are known in the whole program (declared anywhere).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class CheckedProgram:
     member_order: list[str]
     funcs: dict[str, tuple[ast.FuncDecl, FuncType]] = field(default_factory=dict)
     transformers: dict[str, ast.TransformerDecl] = field(default_factory=dict)
+    params: dict[str, ast.ParamDecl] = field(default_factory=dict)
 
 
 class Checker:
@@ -68,6 +74,9 @@ class Checker:
         self.transformers: dict[str, ast.TransformerDecl] = {}
         #: function -> the depth of its body with the functions it names expanded (cfmlir.syntax.nesting)
         self.expanded_depth: dict[str, int] = {}
+        self.params: dict[str, ast.ParamDecl] = {}
+        #: the operator of the rule being checked (None outside rules)
+        self.rule_op: str | None = None
 
     # -- declarations ----------------------------------------------------------------------------
     def check(self) -> CheckedProgram:
@@ -81,16 +90,27 @@ class Checker:
             first = flows[0].loc
             raise CfError(flows[1].loc, f"a second 'flow' declaration (the first is at line {first.line}, column "
                                         f"{first.col}); a certifier has one flow")
+        for p in self.program.params:
+            if p.name in self.params:
+                raise CfError(p.loc, f"parameter '{p.name}' is declared twice")
+            if rules.is_metadata_name(p.name):
+                raise CfError(p.loc, f"parameter '{p.name}' clashes with the metadata name '{p.name}'")
+            self.params[p.name] = p
         for decl in self.program.decls:
             if isinstance(decl, ast.ShapeDecl):
                 self.check_shape(decl)
             elif isinstance(decl, ast.FuncDecl):
                 self.check_func(decl)
+            elif isinstance(decl, ast.ParamDecl):
+                self.check_param(decl)
             elif isinstance(decl, ast.TransformerDecl):
                 self.check_transformer(decl)
             else:
                 self.check_flow(decl)
-        return CheckedProgram(self.program, self.members, self.member_order, self.funcs, self.transformers)
+        for p in self.params.values():
+            if p.name in self.members:
+                raise CfError(p.loc, f"parameter '{p.name}' has the name of a shape member")
+        return CheckedProgram(self.program, self.members, self.member_order, self.funcs, self.transformers, self.params)
 
     def check_shape(self, decl: ast.ShapeDecl) -> None:
         for p in decl.members:
@@ -136,6 +156,30 @@ class Checker:
             raise CfError(node.loc, too_deep(MAX_EXPANDED_NESTING, expanded=True))
         return depth
 
+    def check_param(self, decl: ast.ParamDecl) -> None:
+        for op, loc in zip(decl.ops, decl.ops_loc or [decl.loc] * len(decl.ops)):
+            env = operator_bindings(op)
+            for what, e in (("lower bound", decl.lo), ("upper bound", decl.hi), ("initial value", decl.init)):
+                t = self.expr(e, env)
+                try:
+                    rules.parameter_bound(what, t)
+                except TypingError as err:
+                    raise CfError(e.loc, err.message) from None
+                self._param_expr_reads(decl, what, e)
+
+    def _param_expr_reads(self, decl: ast.ParamDecl, what: str, e: ast.Expr) -> None:
+        """A parameter's domain and initial value are evaluated per neuron before its rule runs: no
+        shape member of ``curr``, no parameter, no fresh noise symbol."""
+        for x in ast.walk(e):
+            if isinstance(x, ast.Access) and x.member in self.params:
+                raise CfError(x.member_loc, f"the {what} of parameter '{decl.name}' reads the parameter '{x.member}'")
+            if (isinstance(x, ast.Access) and x.member in self.members and isinstance(x.base, ast.Var)
+                    and x.base.name == "curr"):
+                raise CfError(x.member_loc, f"the {what} of parameter '{decl.name}' reads 'curr[{x.member}]', "
+                                            f"which the rule computes; use the operator's inputs (prev)")
+            if isinstance(x, ast.SymLit):
+                raise CfError(x.loc, f"the {what} of parameter '{decl.name}' makes a noise symbol")
+
     def check_transformer(self, decl: ast.TransformerDecl) -> None:
         if decl.name in self.transformers:
             raise CfError(decl.loc, f"transformer '{decl.name}' is defined twice")
@@ -145,7 +189,11 @@ class Checker:
                 raise CfError(rule.loc, f"transformer '{decl.name}' has two rules for '{rule.op}'")
             seen.add(rule.op)
             bindings = operator_bindings(rule.op)
-            t = self.expr(rule.body, bindings)
+            self.rule_op = rule.op
+            try:
+                t = self.expr(rule.body, bindings)
+            finally:
+                self.rule_op = None
             self.check_expanded_depth(rule.body, bindings)
             got = t.elems if isinstance(t, TupleType) else (t,)
             if len(got) != len(self.member_order):
@@ -219,6 +267,14 @@ class Checker:
         if isinstance(e, ast.Lp):
             parts = (e.objective, e.constraints)
             return self._rule(e, parts, rules.lp, _OperandTypes(self, parts, env))
+        if isinstance(e, ast.Access) and e.member in self.params and e.member not in self.members:
+            b = self.expr(e.base, env)
+            p = self.params[e.member]
+            if (self.rule_op is not None and isinstance(e.base, ast.Var) and e.base.name == "curr"
+                    and self.rule_op not in p.ops and p.default is None):
+                raise CfError(e.member_loc, f"parameter '{p.name}' has no value on '{self.rule_op}' neurons (it is "
+                                            f"declared for {', '.join(p.ops)}); give it an 'else' value")
+            return self._rule(e, (e.base,), rules.parameter, b, e.member)
         if isinstance(e, ast.Access):
             b = self.expr(e.base, env)
             try:

@@ -13,7 +13,9 @@ known of it:
   ``inv`` -- and returns a fresh PolyExp over ``K`` fresh neurons that satisfies ``inv``.  Priority
   and stop functions are not needed: the result holds whichever neurons are replaced, in any order.
   Evaluations of one traverse with equal arguments return the same value (a traverse is a function);
-* ``sigmoid``/``tanh``/``exp`` are fresh reals with the facts of :mod:`cfmlir.verify.nonlinear`.
+* ``sigmoid``/``tanh``/``exp`` are fresh reals with the facts of :mod:`cfmlir.verify.nonlinear`;
+* ``n[a]`` for a parameter ``a`` is a universally quantified value in its domain
+  (:mod:`cfmlir.verify.params`).
 
 Example: DeepPoly's ``Relu -> (relu(prev[l]), ...)`` gives the tuple
 ``(If(l_p >= 0, l_p, 0), If(u_p >= 0, u_p, 0), If(l_p + u_p >= 0, 1*p, 0), ...)``.
@@ -76,6 +78,8 @@ class SymbolicEvaluator:
         self._traverse_memo: dict = {}
         self._depth = 0
         self.loc = None
+        #: the rule's parameter reads (:class:`cfmlir.verify.params.Params`; set by the rule's problem)
+        self.params = None
 
     # -- helpers ----------------------------------------------------------------------------------
     def conv(self, v, ty):
@@ -234,6 +238,8 @@ class SymbolicEvaluator:
         if not isinstance(n, S.SNeuron):
             raise FragmentError(e.loc, f"'[{m}]' of a value that is not a neuron")
         w = self.world
+        if self.params is not None and m in self.params.decls and m not in self.members:
+            return self.params.read(m, n, e.loc)
         if m in self.members:
             if n in w.outputs:
                 return w.outputs[n][m]

@@ -111,8 +111,8 @@ class _View:
 class _ReplayCompiler(ExprCompiler):
     """The interpreter's compiler, except that a traverse returns the model's value for it."""
 
-    def __init__(self, rt, funcs, members, records, conc, events):
-        super().__init__(rt, funcs, members)
+    def __init__(self, rt, funcs, members, records, conc, events, params=()):
+        super().__init__(rt, funcs, members, params)
         self.records, self.conc, self.events = records, conc, events
 
     def _compile(self, e, slots, memo):
@@ -217,9 +217,16 @@ def replay(prob, ob, model) -> Found:
     funcs = {n: CompiledFunc(d, ft) for n, (d, ft) in checked.funcs.items()}
     conc.funcs = funcs
     events: list = []
-    comp = _ReplayCompiler(rt, funcs, checked.members, prob.ev.traverses, conc, events)
+    comp = _ReplayCompiler(rt, funcs, checked.members, prob.ev.traverses, conc, events, checked.params)
     for n in checked.funcs:
         comp.compile_function(funcs[n])
+    reads = prob.ev.params.reads if prob.ev.params is not None else {}
+    param_values = {key: _f(model, r.value) for key, r in reads.items()}
+
+    def model_param(name, n, loc):
+        return param_values[(name, int(n))]
+
+    rt.param = model_param
     for n in w.shaped:
         for m in checked.member_order:
             rt.store[m][n.id] = conc.val(n._shape[m])
@@ -234,6 +241,7 @@ def replay(prob, ob, model) -> Found:
                 ok, excess, _ = _truth(fn((V.Neuron(n.id),)), vals, eps, w.M)
                 if not ok and excess > Fraction(TOL) * (1 + abs(vals[n.id])):
                     raise _Mismatch(f"the model's premise '{unparse(c)}' of {n.name} does not survive float64 rounding")
+        _check_params(prob, model, comp, reads, param_values, vals, conc)
 
     def world_text():
         parts = []
@@ -252,7 +260,12 @@ def replay(prob, ob, model) -> Found:
                 meta.append(f"{k} {rt.__dict__['layer_of' if k == 'layer' else 'last_layer'][curr.id]}")
         if w.M and any(e != 0 for e in eps):
             meta.append(f"eps {[_fmt(float(e)) for e in eps]}")
-        return "; ".join(parts + (["curr: " + ", ".join(meta)] if meta else []))
+        pars = []
+        for (name, nid), r in reads.items():
+            on = [f"{op} of {case[1].name}" for op, case in r.cases.items()
+                  if case[1] is not None and z3.is_true(model.eval(case[0], model_completion=True))]
+            pars.append(f"{name}({r.neuron.name})={_fmt(param_values[(name, nid)])}" + (f" ({r.neuron.name} = {on[0]})" if on else ""))
+        return "; ".join(parts + (["curr: " + ", ".join(meta)] if meta else []) + (["parameters: " + ", ".join(pars)] if pars else []))
 
     try:
         if ob.step is not None:
@@ -307,6 +320,41 @@ def replay(prob, ob, model) -> Found:
         return Found(False, f"model not replayable: {exc}")
     except (ArithmeticError, ValueError, TypeError, KeyError, IndexError) as exc:
         return Found(False, f"model not replayable ({type(exc).__name__}: {exc})")
+
+
+def _check_params(prob, model, comp, reads, param_values, vals, conc) -> None:
+    """Every parameter value of the model lies in its domain as the interpreter computes it (with the
+    bindings of the neuron's operator), and a neuron the model makes an operator's output is one."""
+    from cfmlir.interpreter.evaluator import RULE_SLOTS
+
+    rule_a = (V.Neuron(prob.curr.id), conc.val(prob.env["prev"]), conc.val(prob.env["prev_0"]),
+              conc.val(prob.env["prev_1"]), None)
+    for (name, nid), r in reads.items():
+        decl = prob.checked.params[name]
+        v = param_values[(name, nid)]
+        active = [(op, case) for op, case in r.cases.items() if z3.is_true(model.eval(case[0], model_completion=True))]
+        if not active:
+            if r.default is None or abs(v - r.default) > TOL * (1 + abs(r.default)):
+                raise _Mismatch(f"the model's value of parameter '{name}' on {r.neuron.name} is no value it can have")
+            continue
+        op, (_flag, x, _v, _lo, _hi) = active[0]
+        if x is None:
+            a = rule_a
+        else:
+            a = (V.Neuron(nid), V.Neuron(x.id), None, None, None)
+            y = _op_value(op, prob, model, r.neuron, vals[x.id])
+            if abs(vals[nid] - y) > Fraction(TOL) * (1 + abs(y)):
+                raise _Mismatch(f"the model's {r.neuron.name} is not the {op} of its input")
+        lo, hi = (float(comp.compile(e, dict(RULE_SLOTS), None)(a)) for e in (decl.lo, decl.hi))
+        if lo <= hi and not (lo - TOL * (1 + abs(lo)) <= v <= hi + TOL * (1 + abs(hi))):
+            raise _Mismatch(f"the model's value {v:.9g} of parameter '{name}' is outside its domain [{lo:.9g}, {hi:.9g}]")
+
+
+def _op_value(op: str, prob, model, n, x: Fraction) -> Fraction:
+    alpha = Fraction(_f(model, n.meta["alpha"])) if "alpha" in n.meta else Fraction(0)
+    if op in PIECEWISE_LINEAR:
+        return PIECEWISE_LINEAR[op](x, alpha)
+    return Fraction(concrete_value(op, float(x), float(alpha)))
 
 
 def _y(prob, model, vals) -> Fraction:

@@ -6,6 +6,7 @@ Algorithm (for rule ``op -> body`` of a transformer, bounds ``K``, ``M``):
    output ``y`` (e.g. ``y = sum w_i x_i + b``);
 2. the body is evaluated symbolically (:class:`~cfmlir.verify.evaluator.SymbolicEvaluator`); reading
    a member of a neuron makes its shape and adds the premise that the shape's constraints hold for it;
+   reading a parameter gives a value quantified over its domain (:mod:`cfmlir.verify.params`);
 3. the new shape (the body's values, converted to the member types) is ``curr``'s, and every shape
    constraint becomes an obligation: ``premises => constraint(curr)`` with ``curr``'s value ``y``;
    traverses add their own obligations (invariant initially true, preserved by one step);
@@ -33,6 +34,7 @@ from cfmlir.verify.errors import Deadline, FragmentError, RuleTimeout
 from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.operators import OPERATORS, bind
+from cfmlir.verify.params import Params
 from cfmlir.verify.semantics import holds
 from cfmlir.verify.solve import refute
 from cfmlir.verify.world import World
@@ -79,6 +81,8 @@ class RuleProblem:
             raise FragmentError(rule.loc, f"the operator '{rule.op}'",
                                 f"cf-verify knows the concrete semantics of {', '.join(OPERATORS)}")
         self.env, self.curr, self.y = bind(rule.op, self.world, self.nl)
+        if checked.params:
+            self.ev.params = Params(self.ev, checked.params, rule.op, self.env)
         # curr stands for its concrete output y (in traverse invariants and the new shape's constraints).
         self.curr.value = self.y
         out = self.ev.eval(rule.body, self.env)

@@ -96,6 +96,13 @@ class LayerContext:
             hit = cache[key] = (window, mask)
         return hit
 
+    def param(self, n: Neurons, name: str):
+        """``n[name]`` for an optimisable parameter, as read by this layer's rule
+        (:func:`cfruntime.flow.param_reads.read`)."""
+        from cfruntime.flow import param_reads  # noqa: PLC0415 - it builds contexts of other layers
+
+        return param_reads.read(self, n, name)
+
     # -- neuron sets -----------------------------------------------------------------------------------
     def all_neurons(self, rank: int) -> Neurons:
         return Neurons(0, self.store.total, rank, rank + 1)

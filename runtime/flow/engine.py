@@ -13,6 +13,7 @@ last layer (the robustness margins, when the network carries them) are the resul
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import types
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
 from cfruntime.flow.representation import Representation
 from cfruntime.flow.store import ShapeStore
+from cfruntime.flow.straight_through import carry_values
 from cfruntime.flow.values import Affine
+from cfruntime.network.tensors import fresh_views, requires_grad
 
 OPERATOR_OF_KIND = contract.OPERATOR_OF_KIND
 
@@ -97,6 +100,8 @@ class CompiledCertifier:
     rule_locations: dict = field(default_factory=dict)
     file: str | None = None
     exact: dict = None  # {operator: {member: tag}} (contract.MODULE_EXACT): values computed without rounding
+    #: the optimisable parameters (``PARAMS`` of the module; empty for a certifier without any)
+    params: dict = field(default_factory=dict)
 
     @classmethod
     def from_source(cls, name: str, source: str, file: str | None = None) -> "CompiledCertifier":
@@ -108,7 +113,8 @@ class CompiledCertifier:
                    source, space.get(contract.MODULE_LAYER_GRANULAR, False),
                    tuple(space.get(contract.MODULE_LOCAL_MEMBERS, ())),
                    dict(space.get(contract.MODULE_RULE_LOCATIONS, {})), file,
-                   dict(space.get(contract.MODULE_EXACT, {})))
+                   dict(space.get(contract.MODULE_EXACT, {})),
+                   space.get(contract.MODULE_PARAMS, {}))
 
     def where(self, op: str, layer) -> str:
         """Where a rule failed: ``file:line:col: rule 'Relu' (layer 2, relu)`` (the certifier's name when its
@@ -136,7 +142,7 @@ class EngineResult:
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
-                  widen: bool | None = None, check_finite: bool = True) -> EngineResult:
+                  widen: bool | None = None, check_finite: bool = True, params=None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -165,15 +171,32 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     A NaN or infinite value in any layer's Float members is a
     :class:`~cfruntime.flow.finite.NonFiniteBoundsError` naming the first such layer (one reduction and
     one host sync per call, :mod:`cfruntime.flow.finite`; ``check_finite=False``: the caller reads
-    ``result.finite`` itself)."""
+    ``result.finite`` itself).
+
+    Gradients: the bounds are differentiable (torch autograd) with respect to ``lb``, ``ub`` and every
+    tensor of ``network`` (:mod:`cfruntime.network.tensors`) that has ``requires_grad``, whenever
+    grad mode is on.  Such a run is eager (never a replayed CUDA graph, whose outputs carry no
+    gradient) and derives its converted weights afresh (:func:`cfruntime.network.tensors.fresh_views`);
+    a run that wants no gradient is exactly the forward-only run.  Widening (float32) stays on and
+    sound: the returned bounds are the widened ones, and the widening terms (~1e-6 relative) are
+    constants for the gradient (:mod:`cfruntime.flow.straight_through`).
+
+    ``params`` (a :class:`cfruntime.flow.param_store.ParamStore`): the values of the certifier's
+    optimisable parameters for this batch (made on first read from their initial values; default: a
+    fresh store, i.e. every parameter at its initial value); with ``params.requires_grad`` the bounds
+    are differentiable with respect to them too.  A run with parameters never replays a CUDA graph."""
+    grad = _wants_grad(network, lb, ub) or (params is not None and params.requires_grad and torch.is_grad_enabled())
+    if grad:
+        network = fresh_views(network)
+        graph = False
     if widen is None:
         widen = widening.widened(dtype)
     if representation is None:
         representation = "dense" if not sparse else ("planned" if cert.layer_granular else "gbscr")
     device = torch.device(device)
     if graph is None:
-        graph = device.type == "cuda" and representation == "planned"
-    if graph and device.type == "cuda":
+        graph = device.type == "cuda" and representation == "planned" and not cert.params
+    if graph and device.type == "cuda" and not cert.params:
         from cfruntime.flow.graphs import graphed_bounds
 
         b = lb.shape[0]
@@ -186,10 +209,26 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
                                      representation=representation, graph=False, widen=widen)
             return EngineResult(out[0], out[1], None, out[2])
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        res = _run(cert, network, lb, ub, representation, dtype, device, widen)
+        res = _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params)
     if check_finite and not finite.is_finite(res.finite):
         raise finite.locate(res.store, network, finite.float_members(cert.members), dtype)
     return res
+
+
+def _widened(fn, values: dict, grad: bool, *args) -> dict:
+    """``fn(values, *args)`` (a :class:`~cfruntime.flow.widening.Widening` step); when the run wants
+    gradients, computed unrecorded and carrying the unwidened values' gradient
+    (:mod:`cfruntime.flow.straight_through`)."""
+    if not grad:
+        return fn(values, *args)
+    with torch.no_grad():
+        new = fn(values, *args)
+    return carry_values(new, values)
+
+
+def _wants_grad(network, lb, ub) -> bool:
+    """Whether this run must record an autograd graph: grad mode on and a tensor it reads asks for one."""
+    return torch.is_grad_enabled() and (lb.requires_grad or ub.requires_grad or requires_grad(network))
 
 
 def _box(lb, ub, dtype, device, widen: bool, infs=None):
@@ -221,7 +260,8 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
+def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
+         params=None) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     infs = []  # the (-inf, inf) scalars of the outward roundings, made once
@@ -241,6 +281,12 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         raise EngineError(f"certifier '{cert.name}' has no Float lower/upper bound members to report")
     members = cert.members
     store = ShapeStore(members, [l.size for l in layers], b, rep)
+    if cert.params:
+        from cfruntime.flow.param_store import ParamStore
+
+        store.param_specs = cert.params
+        store.params = params if params is not None else ParamStore()
+        store.params.begin_run()
     n0 = layers[0].size
     has_sym = any(letter == "S" for _, letter, _ in members)
     sym = n0 if has_sym else 0
@@ -250,7 +296,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
     for name, letter, role in members:
         inits[name] = out_of_memory_at(lambda: _initial(letter, role, name, lb, ub, rep, cert.name), 0, "input", b, rep.device)
     if wide is not None:
-        inits = out_of_memory_at(lambda: wide.input(inits, n0), 0, "input", b, rep.device)
+        inits = out_of_memory_at(lambda: _widened(wide.input, inits, grad, n0), 0, "input", b, rep.device)
     for name, _, _ in members:
         store.put(0, name, inits[name])
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
@@ -264,9 +310,10 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
-                mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+                mats = _widened(lambda v, *a: wide.apply(layer, v, *a), mats, grad, sym, new_sym,
+                                cert.noise.get(op, 0) >= 1)
                 for k, name, value in wide.take_fixups():  # a predecessor's constants moved after all
-                    store.replace(k, name, value)
+                    store.replace(k, name, carry_values({name: value}, {name: store.get(k, name)})[name] if grad else value)
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source

@@ -3,9 +3,11 @@
 Converting a layer's parameters (dtype, device, a convolution block or an unrolled matrix) on every
 call would cost a host-to-device copy per layer and batch on a GPU, and a few tensor operations per
 layer on any device.  They are made on first use and kept on the source tensor (or convolution spec)
-itself, keyed by the representation kind, dtype and device: the copies of a network that
-``Network.with_margin_layer`` makes for every batch share their layers' tensors, so only the new
-margin layer's parameters are converted again.
+itself, keyed by the representation kind, dtype and device and made again when the tensor was
+written in place (its ``_version``): the copies of a network that ``Network.with_margin_layer`` makes
+for every batch share their layers' tensors, so only the new margin layer's parameters are converted
+again.  A run that wants gradients converts every gradient-carrying tensor afresh (it sees fresh
+views of them, :func:`cfruntime.network.tensors.fresh_views`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,22 @@ from cfruntime.tensor import Segmented
 from cfruntime.tensor.segmented_ops import mark_constant
 
 
+def _version(source) -> int:
+    """The in-place version of the tensor(s) ``source`` stands for: a tensor, a convolution's kernel,
+    a gather's scale (``optimizer.step()`` writes into a model's parameters in place)."""
+    t = source if isinstance(source, torch.Tensor) else getattr(source, "kernel", getattr(source, "scale", None))
+    return t._version if isinstance(t, torch.Tensor) else 0
+
+
 def _cache(source, rep: Representation) -> dict:
+    """The converted values kept on ``source`` for ``rep``'s setting, emptied when ``source`` was
+    written in place since they were made (a cast or blocked copy would be stale)."""
     per_source = source.__dict__.setdefault("_engine_parameters", {})
-    return per_source.setdefault((rep.kind, rep.dtype, rep.device), {})
+    key, version = (rep.kind, rep.dtype, rep.device), _version(source)
+    hit = per_source.get(key)
+    if hit is None or hit[0] != version:
+        hit = per_source[key] = (version, {})
+    return hit[1]
 
 
 def _batched_cache(layer, rep: Representation) -> dict:

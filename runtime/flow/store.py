@@ -35,6 +35,10 @@ class ShapeStore:
         self.views: dict[tuple, object] = {}
         self.released: set[tuple[int, str]] = set()  # (layer, member) values freed (release)
         self._full_batch = _BatchedOnce(batch)
+        #: the run's optimisable parameters (:class:`cfruntime.flow.param_store.ParamStore`) and the
+        #: compiled module's ``PARAMS`` (see :mod:`cfruntime.flow.param_reads`)
+        self.params = None
+        self.param_specs: dict = {}
 
     def put(self, layer: int, name: str, value) -> None:
         self.values[name][layer] = value

@@ -46,6 +46,7 @@ import torch
 from . import shape_ops as _sh
 from .binary import binary_sparse
 from .block_repeat import make_bcast_block
+from .masked_grad import divide, multiply
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
 from . import segmented_ops as _seg
@@ -151,7 +152,7 @@ def binary(a, b, op: str):
 
 
 _PY_OPERATORS = {
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+    "add": operator.add, "sub": operator.sub, "mul": multiply, "div": divide,
     "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne,
 }
 

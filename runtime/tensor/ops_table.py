@@ -12,11 +12,13 @@ import math
 
 import torch
 
+from .masked_grad import divide, multiply
+
 BINARY = {
     "add": torch.add,
     "sub": torch.sub,
-    "mul": torch.mul,
-    "div": torch.true_divide,
+    "mul": multiply,  # torch.mul; a finite gradient where the product is not selected (masked_grad)
+    "div": divide,  # torch.true_divide; the same for the quotient
     "min": torch.minimum,
     "max": torch.maximum,
     "lt": torch.lt,

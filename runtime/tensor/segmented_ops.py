@@ -33,6 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
+from .masked_grad import divide, multiply
 from .matmul import block_matmul
 from .segmented import Segmented, is_segmented, part_dense
 
@@ -299,7 +300,7 @@ def _scale(seg: Segmented, x, op: str):
     shape = _bshape(seg.shape, tuple(x.shape)) if isinstance(x, torch.Tensor) else seg.shape
     if isinstance(x, torch.Tensor) and shape[seg.sdim] != seg.shape[seg.sdim]:
         return NotImplemented
-    fn = torch.mul if op == "mul" else torch.true_divide
+    fn = multiply if op == "mul" else divide
     parts = {}
     for s, p in seg.parts.items():
         if isinstance(p, torch.Tensor):
@@ -770,7 +771,11 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         const = _diagonal_constant(xm, plus["p"], lk, uk)
         if const is NotImplemented:
             const = constant()
-        parts = {keys[0]: plus.pop("p").mul_(dp - dn).addcmul_(xm, dn)}
+        p = plus.pop("p")
+        if _recorded(p, xm, dp, dn):  # autograd needs the operands: out of place
+            parts = {keys[0]: p * (dp - dn) + xm * dn}
+        else:
+            parts = {keys[0]: p.mul_(dp - dn).addcmul_(xm, dn)}
     else:
         parts = {}
         for s in keys:
@@ -783,7 +788,10 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
                     term = xm * torch.where(xm >= 0, dp, dn)
                 else:  # x * n + x+ * (p - n), in place on the fresh temporaries
                     term = xm * dn
-                    term.addcmul_(pos(), dp - dn)
+                    if _recorded(term, dp, dn):  # autograd needs the operands: out of place
+                        term = term + pos() * (dp - dn)
+                    else:
+                        term.addcmul_(pos(), dp - dn)
             else:
                 term = None if p is None else _mm(pos(), p)
                 if n is not None:
@@ -815,6 +823,12 @@ def _diagonal_constant(xm, xp, lk, uk):
     if uz:
         return (xp * lk).sum(-1)
     return torch.addcmul(xm * uk, xp, lk - uk).sum(-1)
+
+
+def _recorded(*ts) -> bool:
+    """Whether autograd records an operation on these tensors (then in-place updates, which would
+    overwrite values its backward needs, are made out of place)."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in ts)
 
 
 def _one_big_diagonal(xm, lparts, uparts, keys):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cfmlir.certifiers import BASE_CERTIFIERS, certifier_names, certifier_source
+from cfmlir.certifiers import BASE_CERTIFIERS, PARAMETRIC_CERTIFIERS, certifier_names, certifier_source
 from cfmlir.dialects.cf import binding_hint
 from cfmlir.dialects.cf_types import to_cf
 from cfmlir.syntax.parser import parse
@@ -40,6 +40,14 @@ def checks(name: str) -> list[str]:
             out.append(f"CHECK: cf.yield {{{{%[0-9a-z_]+}}}} : {to_cf(ft.ret)}")
             if decl.name == "depth":
                 out.insert(-1, f"CHECK-NEXT: %0 = cf.const {decl.body.value} : !cf.int")
+        elif kind == "ParamDecl":
+            ops = ", ".join(f'"{o}"' for o in decl.ops)
+            default = "" if decl.default is None else f" else {decl.default!r}"
+            out.append(f"CHECK: cf.parameter @{decl.name} for [{ops}]{default} {{")
+            for op in decl.ops:
+                args = ", ".join(f"%{binding_hint(n)}: {to_cf(t)}" for n, t in operator_bindings(op).items())
+                out.append(f"CHECK-NEXT: {op}({args}) {{")
+                out.append("CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}")
         elif kind == "TransformerDecl":
             out.append(f"CHECK: cf.transformer @{decl.name} {{")
             for i, rule in enumerate(decl.rules):
@@ -54,7 +62,7 @@ def checks(name: str) -> list[str]:
 
 def main() -> None:
     for name in certifier_names():
-        if name in BASE_CERTIFIERS:
+        if name in BASE_CERTIFIERS or name in PARAMETRIC_CERTIFIERS:
             src = f"%certifiers/{name}.cf"
             cmd = f"cf-opt {src}"
             what = f"the shipped certifier cfmlir/certifiers/{name}.cf"

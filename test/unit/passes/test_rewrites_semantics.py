@@ -79,7 +79,8 @@ def network(kind):
 
 @pytest.mark.parametrize("net_kind", ["mlp", "conv"])
 @pytest.mark.parametrize("rewrite", sorted(CASES))
-@pytest.mark.parametrize("certifier", ["ibp", "deeppoly", "deepz", "crown_ibp", PER_NEURON], ids=lambda c: Path(c).stem)
+@pytest.mark.parametrize("certifier", ["ibp", "deeppoly", "deepz", "crown_ibp", PER_NEURON, "alpha_deeppoly"],
+                         ids=lambda c: Path(c).stem)
 def test_rewrite_preserves_bounds(rewrite, certifier, net_kind):
     net, (lb, ub) = network(net_kind)
     before, want, counter = CASES[rewrite]
@@ -90,5 +91,27 @@ def test_rewrite_preserves_bounds(rewrite, certifier, net_kind):
     for rep in ("dense", "gbscr", "planned"):
         r1 = run_certifier(c_without, net, lb, ub, representation=rep)
         r2 = run_certifier(c_with, net, lb, ub, representation=rep)
+        torch.testing.assert_close(r2.lower, r1.lower, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(r2.upper, r1.upper, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("net_kind", ["mlp", "conv"])
+def test_extremum_clamp_preserves_bounds_with_random_parameters(net_kind):
+    """``max(x, c) -> clamp(x, min=c)``, ``min(x, c) -> clamp(x, max=c)`` (clamp-rewrite): alpha-DeepPoly
+    scales its coefficients with max/min against 0 in every back-substitution step; same bounds with
+    its slopes at random values (the same raw values in both programs)."""
+    from cfruntime.flow.param_store import ParamStore
+
+    net, (lb, ub) = network(net_kind)
+    extremum = ops_of(ct.BinaryOp, lambda op: op.op.data in ("max", "min"))
+    m_without, c_without = compiled("alpha_deeppoly", BASE)
+    m_with, c_with = compiled("alpha_deeppoly", BASE + ("clamp-rewrite",))
+    assert extremum(m_with) < extremum(m_without)
+    for rep in ("dense", "gbscr", "planned"):
+        g = torch.Generator().manual_seed(4)
+        ps = ParamStore(fill=lambda lo, hi, init: lo + (hi - lo) * torch.rand(lo.shape, generator=g, dtype=lo.dtype))
+        r1 = run_certifier(c_without, net, lb, ub, representation=rep, params=ps)
+        r2 = run_certifier(c_with, net, lb, ub, representation=rep, params=ps)
+        assert ps.raw
         torch.testing.assert_close(r2.lower, r1.lower, rtol=1e-9, atol=1e-9)
         torch.testing.assert_close(r2.upper, r1.upper, rtol=1e-9, atol=1e-9)

@@ -1,0 +1,217 @@
+"""Optimising a certifier's parameters: projected Adam on the bounds' lower ends (alpha-CROWN's loop).
+
+A certifier with parameters (``param a for Relu in [lo, hi] init e ...``, see ``docs/optimisation.md``)
+is sound for every value of them in their domains, so any values give valid bounds and the best ones
+can be searched for.  :func:`optimize_bounds` does it for one batch of input boxes on a margin network
+(rows = the specification: ``y_true - y_j`` or VNN-LIB constraint rows):
+
+Algorithm (the lower-bound side of auto_LiRPA 0.7.1's ``_get_optimized_bounds``, same defaults):
+
+1. every parameter starts at its declared initial value (e.g. alpha-DeepPoly's slopes at DeepPoly's
+   choice, so iteration 0 gives the non-parametric bounds), one raw tensor per (reading layer,
+   owning layer) and sample (:class:`cfruntime.flow.param_store.ParamStore`); each read projects the
+   raw value into its domain in the current run (the domain moves with the bounds);
+2. ``iterations`` runs of the compiled engine (eager, differentiable); after each run but the last,
+   the loss ``-sum(lower)`` over every row of every sample not yet verified (with ``early_stop``) is
+   back-propagated through the whole run -- intermediate layers' bounds included, so parameters used
+   for them are optimised for the final rows -- and Adam (``lr``, decayed by ``lr_decay`` per
+   iteration) updates the raw values, which are then clipped into the last run's domains;
+3. per sample the best bounds are kept: when a sample's summed lower bound improves, its rows become
+   the element-wise maximum of the old best and the new ones (every run's bounds are sound, so their
+   maximum is) and its parameters are remembered; after ``patience`` iterations without any
+   improvement, or when every row of every sample is verified (``early_stop``), the loop ends;
+4. in float32 the iterations run unwidened (fast; their bounds are not rigorous) and the result is one
+   final *widened* run with every sample's best parameters (:mod:`cfruntime.flow.widening`), so the
+   reported bounds hold for the real-valued network; in float64 it is the kept best.
+
+:class:`OptimizingEngine` wraps this in the engine protocol of :mod:`cfmlir.engines`
+(``engine_for(cert, optimize=...)``, ``cfmlir.certify(..., optimize=N)``, ``cf-run --optimize N``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cfruntime.errors import UserError
+
+
+class OptimizeError(UserError, ValueError):
+    """Optimisation asked of a certifier without parameters, or bad options (one line)."""
+
+
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """The optimisation loop's settings (auto_LiRPA's alpha-CROWN defaults: 20 iterations, learning
+    rate 0.5, decay 0.98 per iteration, patience 10)."""
+
+    iterations: int = 20
+    lr: float = 0.5
+    lr_decay: float = 0.98
+    early_stop: bool = True
+    patience: int = 10
+
+    def __post_init__(self) -> None:
+        if int(self.iterations) != self.iterations or self.iterations < 1:
+            raise OptimizeError(f"the number of optimisation iterations must be a positive integer, got {self.iterations!r}")
+        if not (self.lr > 0):
+            raise OptimizeError(f"the learning rate must be positive, got {self.lr!r}")
+        if not (0 < self.lr_decay <= 1):
+            raise OptimizeError(f"the learning-rate decay must be in (0, 1], got {self.lr_decay!r}")
+
+
+def options_from(optimize, lr: float | None = None) -> OptimizeOptions | None:
+    """``optimize`` as given to the API: None/0 (no optimisation), a number of iterations, or options."""
+    if optimize is None or optimize is False or (isinstance(optimize, int) and not isinstance(optimize, bool) and optimize == 0):
+        return None
+    if isinstance(optimize, OptimizeOptions):
+        return optimize if lr is None else OptimizeOptions(optimize.iterations, lr, optimize.lr_decay, optimize.early_stop,
+                                                           optimize.patience)
+    if isinstance(optimize, bool) or not isinstance(optimize, int):
+        raise OptimizeError(f"optimize must be a number of iterations or OptimizeOptions, got {optimize!r}")
+    return OptimizeOptions(iterations=optimize, **({} if lr is None else {"lr": lr}))
+
+
+def require_params(cert, name: str) -> None:
+    if not cert.params:
+        raise OptimizeError(f"certifier '{name}' has no parameters to optimise (declare one with 'param ... for ... in "
+                            f"[lo, hi]', as alpha_deeppoly does; see docs/optimisation.md)")
+
+
+@dataclass
+class OptimizeReport:
+    """What one batch's optimisation did: iterations run, why it stopped, the summed lower bound per
+    iteration (of the batch), and the raw parameter count."""
+
+    iterations: int = 0
+    stopped: str = ""
+    history: list[float] = field(default_factory=list)
+    parameters: int = 0
+
+
+def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, device="cpu", sparse: bool = True,
+                    widen: bool | None = None, verified=None, report: OptimizeReport | None = None,
+                    keep_final: bool = False):
+    """Optimised bounds of ``network``'s last layer over the boxes ``[lb, ub]`` (one batch): ``(lower
+    [B, n], upper [B, n], final run)`` -- the final run with every sample's best parameters (its store
+    holds every layer's bounds), made when widening or ``keep_final``, else None.  ``verified(lower) -> [B] bool`` says which
+    samples need no more work (default: every row's lower bound is positive).  See the module
+    docstring for the algorithm."""
+    import torch
+
+    from cfruntime.flow import widening
+    from cfruntime.flow.engine import run_certifier
+    from cfruntime.flow.param_store import ParamStore
+
+    report = report if report is not None else OptimizeReport()
+    if widen is None:
+        widen = widening.widened(dtype)
+    if verified is None:
+        def verified(lower):
+            return (lower > 0).all(1)
+
+    params = ParamStore(requires_grad=True)
+
+    def run(grad: bool, widen_run: bool = False):
+        with torch.enable_grad() if grad else torch.no_grad():
+            return run_certifier(cert, network, lb, ub, sparse=sparse, dtype=dtype, device=device, graph=False,
+                                 widen=widen_run, params=params)
+
+    opt = sched = None
+    best_lower = best_upper = best_sum = None
+    best_raw: dict = {}
+    patience = 0
+    report.stopped = "iterations"
+    for i in range(options.iterations):
+        last = i == options.iterations - 1
+        res = run(grad=not last)
+        lower, upper = res.lower, res.upper
+        if i == 0:
+            report.parameters = sum(t.numel() for t in params.tensors())
+            opt = torch.optim.Adam(params.tensors(), lr=options.lr)
+            sched = torch.optim.lr_scheduler.ExponentialLR(opt, options.lr_decay)
+            best_lower, best_upper = lower.detach().clone(), upper.detach().clone()
+            best_sum = best_lower.sum(1)
+            best_raw = {k: t.detach().clone() for k, t in params.raw.items()}
+        else:
+            with torch.no_grad():
+                cur_sum = lower.sum(1)
+                better = cur_sum > best_sum
+                best_upper = torch.minimum(best_upper, upper.detach())
+                if bool(better.any()):
+                    best_lower[better] = torch.maximum(best_lower[better], lower.detach()[better])
+                    best_sum = best_lower.sum(1)
+                    for k, t in params.raw.items():
+                        best_raw[k][better] = t.detach()[better]
+                    patience = 0
+                else:
+                    patience += 1
+        report.iterations = i + 1
+        report.history.append(float(lower.detach().sum()))
+        done = verified(best_lower)
+        if options.early_stop and bool(done.all()):
+            report.stopped = "verified"
+            break
+        if patience > options.patience:
+            report.stopped = "no improvement"
+            break
+        if last:
+            break
+        loss = -lower.sum(1)
+        if options.early_stop:
+            loss = loss * (~done).to(loss.dtype)
+        opt.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        opt.step()
+        params.project_()
+        sched.step()
+        del res, lower, upper, loss
+    # the best parameters of every sample, for the final (widened) run
+    with torch.no_grad():
+        for k, t in params.raw.items():
+            t.copy_(best_raw[k])
+    if widen:
+        final = run(grad=False, widen_run=True)
+        return final.lower.detach(), final.upper.detach(), final
+    if keep_final:
+        final = run(grad=False)
+        return torch.maximum(best_lower, final.lower), torch.minimum(best_upper, final.upper), final
+    return best_lower, best_upper, None
+
+
+class OptimizingEngine:
+    """The compiled engine with the certifier's parameters optimised per batch (see the module
+    docstring); the engine protocol of :mod:`cfmlir.engines`.  ``with_layers``: every layer's bounds
+    of a final run with the best parameters."""
+
+    name = "compiled"
+
+    def __init__(self, compiled, options: OptimizeOptions, *, sparse: bool = True, dtype="float64", device="cpu",
+                 widen=None, verified=None):
+        import torch
+
+        from cfmlir.engines import WIDEN
+
+        self.certifier = compiled
+        self.options = options
+        self.sparse = bool(sparse)
+        self.dtype = dtype if isinstance(dtype, torch.dtype) else {"float64": torch.float64, "float32": torch.float32}[dtype]
+        self.device = device
+        self.widen = WIDEN[widen] if isinstance(widen, str) else widen
+        self.verified = verified
+        self.reports: list[OptimizeReport] = []
+
+    def bounds(self, network, lb, ub, with_layers: bool = False):
+        import torch
+
+        from cfmlir.engines import _boxes, store_layer_bounds
+
+        lb, ub = _boxes(network, lb, ub)
+        rep = OptimizeReport()
+        lower, upper, final = optimize_bounds(self.certifier, network, lb, ub, self.options, dtype=self.dtype,
+                                              device=self.device, sparse=self.sparse, widen=self.widen,
+                                              verified=self.verified, report=rep, keep_final=with_layers)
+        self.reports.append(rep)
+        lower, upper = lower.to("cpu", torch.float64), upper.to("cpu", torch.float64)
+        if not with_layers:
+            return lower, upper, None
+        return lower, upper, store_layer_bounds(self.certifier, network, final, lower, upper)

@@ -1,0 +1,117 @@
+"""The values of a certifier's optimisable parameters (``param a for Relu in [lo, hi] ...``) for one batch.
+
+A parameter read ``n[a]`` in the rule of neuron ``s`` is ``a_s(n)``: one value per (reading neuron,
+neuron read).  The compiled engine reads parameters a layer at a time (:meth:`LayerContext.param
+<cfruntime.flow.context.LayerContext.param>`), so the values live in one *raw* tensor per
+
+* ``(name, reader layer S, owner layer k, "aligned")``: ``[B, n_S]`` -- the neuron read is the reader
+  itself (``curr[a]``) or the neuron at its position in a predecessor (a unary rule's ``prev[a]``);
+* ``(name, S, k, "pair")``: ``[B, n_S, n_k]`` -- every neuron of layer ``k`` for every neuron of
+  layer ``S`` (``n[a]`` in a map or traverse of ``S``'s rule: alpha-CROWN's per-bound slopes).
+
+A raw tensor is made on first read from the declared initial value of layer ``k``'s neurons
+(``init``, or ``fill(lo, hi, init)`` for tests), and is what an optimiser changes.  What a rule uses is
+always the raw value *projected* into the domain ``[lo, hi]`` of the current run (``min(max(raw, lo),
+hi)``, lo and hi computed from this run's bounds: they move while an optimiser runs), so any raw value
+gives a sound certifier.  On neurons of operators the parameter is not declared for, the read is its
+``else`` value.
+
+Algorithm of a read: find the layer(s) the neurons lie in; per layer, the domain ``(lo, hi, init)``
+is computed once per run by the compiled ``param_<a>_<Op>`` function in that layer's context (cached
+until :meth:`ParamStore.begin_run`); the raw tensor is looked up or made; the projected value is laid
+out like the neurons (``[B, n_S, 1.., n_k@dim, 1..]``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+ALIGNED, PAIR = "aligned", "pair"
+
+
+class ParamError(RuntimeError):
+    """A parameter read the engine cannot serve (a one-line message naming the parameter and layer)."""
+
+
+class ParamStore:
+    """Raw parameter tensors of one batch, made on first read (see the module docstring).
+
+    ``fill(lo, hi, init) -> raw`` (``[B, n]`` tensors) overrides the initial value (tests draw random
+    values); ``requires_grad`` makes every raw tensor a leaf an optimiser can update."""
+
+    def __init__(self, fill: Callable | None = None, requires_grad: bool = False):
+        self.fill = fill
+        self.requires_grad = requires_grad
+        self.raw: dict[tuple, torch.Tensor] = {}
+        #: (name, layer) -> (lo, hi) of the current run
+        self._domains: dict[tuple[str, int], tuple] = {}
+        #: (name, layer) -> (lo, hi) of the last run that read it (for projecting after a step)
+        self.last_domains: dict[tuple[str, int], tuple] = {}
+
+    def begin_run(self) -> None:
+        """A new run: domains depend on the bounds, so they are computed again."""
+        self._domains = {}
+
+    def tensors(self) -> list[torch.Tensor]:
+        return list(self.raw.values())
+
+    def domain(self, name: str, k: int, compute) -> tuple:
+        """``(lo, hi, init)`` of layer ``k`` in this run (``compute()`` on first use)."""
+        hit = self._domains.get((name, k))
+        if hit is None:
+            hit = self._domains[(name, k)] = compute()
+            self.last_domains[(name, k)] = hit[:2]
+        return hit
+
+    def get(self, key: tuple, shape: tuple, lo, hi, init) -> torch.Tensor:
+        """The raw tensor of ``key`` (``(name, S, k, mode)``), made with ``shape`` from ``init`` (or
+        ``fill``) on first use.  ``lo``/``hi``/``init`` are ``[B, n_k]``; ``shape`` is ``[B, n_S]``
+        (aligned) or ``[B, n_S, n_k]`` (pair)."""
+        t = self.raw.get(key)
+        if t is None:
+            other = (*key[:3], PAIR if key[3] == ALIGNED else ALIGNED)
+            if other in self.raw:
+                raise ParamError(f"parameter '{key[0]}' of layer {key[2]} is read both on its own neurons and on all "
+                                 f"neurons of layer {key[2]} by layer {key[1]}: not supported by the compiled engine")
+            start = self.fill(lo, hi, init) if self.fill is not None else init
+            start = start.detach()
+            if key[3] == PAIR:
+                start = start.unsqueeze(1)
+            t = start.expand(shape).clone()
+            if self.requires_grad:
+                t.requires_grad_(True)
+            self.raw[key] = t
+        elif tuple(t.shape) != tuple(shape):
+            raise ParamError(f"parameter '{key[0]}' of layer {key[2]} read with shape {tuple(shape)} but made with "
+                             f"{tuple(t.shape)} (a batch of another size?)")
+        return t
+
+    @torch.no_grad()
+    def project_(self) -> None:
+        """Clip every raw tensor into the domain of the last run that read it (after an optimiser
+        step; the rules project anyway, this keeps the raw values from drifting far outside)."""
+        for (name, _s, k, mode), t in self.raw.items():
+            lo, hi = self.last_domains[(name, k)]
+            lo, hi = lo.detach(), hi.detach()
+            if mode == PAIR:
+                lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
+            t.copy_(project(t, lo, hi))
+
+    def value_at(self, name: str, sample: int, reader_layer: int, reader_pos: int, layer: int, pos: int) -> float:
+        """The raw value ``a_s(n)`` for ``s`` at ``reader_pos`` of ``reader_layer`` and ``n`` at ``pos`` of
+        ``layer`` (the reference interpreter reads the values a compiled run made; KeyError when
+        that run never read them)."""
+        t = self.raw.get((name, reader_layer, layer, PAIR))
+        if t is not None:
+            return float(t[sample if t.shape[0] > 1 else 0, reader_pos, pos])
+        t = self.raw[(name, reader_layer, layer, ALIGNED)]
+        return float(t[sample if t.shape[0] > 1 else 0, reader_pos])
+
+
+def project(raw: torch.Tensor, lo, hi) -> torch.Tensor:
+    """``min(max(raw, lo), hi)`` (``lo``/``hi`` broadcast).  Its gradient in ``raw`` is 1 on the closed
+    domain (a value at a bound -- where initial values often are -- still moves), as alpha-CROWN's
+    clamp, and ``lo``/``hi`` get the gradient where they clip."""
+    return torch.clamp(raw, min=lo, max=hi)

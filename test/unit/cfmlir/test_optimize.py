@@ -1,0 +1,100 @@
+"""The optimisation driver (cfmlir/optimize.py; issue 25): projected Adam on the margins' lower bounds
+improves on the initial (non-parametric) bounds, stays sound (samples, box vertices, PGD), keeps each
+sample's best, stops early when everything is verified, widens its float32 result, and every misuse
+is one clear error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import cfmlir
+from cfmlir.engines import bounds_in_batches
+from cfmlir.optimize import OptimizeError, OptimizeOptions, OptimizeReport, optimize_bounds
+from cfruntime.flow.engine import run_certifier
+from cfruntime.soundness import check_bounds
+from cftest.nets import boxes, mlp
+
+
+def _problem(seed=3, batch=4, radius=0.4):
+    net = mlp([6, 16, 16, 16, 4], seed=seed)
+    lb, ub = boxes(6, batch=batch, seed=seed + 1, radius=radius)
+    C = torch.randn(batch, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    return net, lb, ub, net.with_margin_layer(C)
+
+
+@pytest.mark.parametrize("name, base", [("alpha_deeppoly", "deeppoly"), ("alpha_deepz", "deepz")])
+def test_optimised_bounds_are_tighter_and_sound(name, base, shipped):
+    net, lb, ub, mnet = _problem()
+    start = run_certifier(shipped.compiled(base), mnet, lb, ub)
+    rep = OptimizeReport()
+    lower, upper, final = optimize_bounds(shipped.compiled(name), mnet, lb, ub, OptimizeOptions(iterations=15, early_stop=False),
+                                          dtype=torch.float64, report=rep, keep_final=True)
+    assert rep.iterations == 15 and rep.parameters > 0
+    assert bool((lower >= start.lower - 1e-9).all())  # kept best: never worse than the start
+    assert float((lower - start.lower).sum()) > 1e-3  # and better somewhere
+    assert len(rep.history) == 15
+    # sound for the network: every layer of the final run (best parameters), the margins included
+    from cfmlir.engines import store_layer_bounds
+
+    layers = store_layer_bounds(shipped.compiled(name), mnet, final, lower, upper)
+    assert check_bounds(mnet, lb, ub, layers) == []
+
+
+def test_float32_result_is_a_widened_run(shipped):
+    net, lb, ub, mnet = _problem()
+    cert = shipped.compiled("alpha_deeppoly")
+    lo64, _, _ = optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=5, early_stop=False), dtype=torch.float64)
+    lo32, up32, final = optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=5, early_stop=False),
+                                        dtype=torch.float32)
+    assert final is not None  # the widened final run
+    assert lo32.dtype == torch.float32
+    assert bool((lo32.double() <= lo64 + 1e-3).all())
+    from cfmlir.engines import store_layer_bounds
+
+    layers = store_layer_bounds(cert, mnet, final, lo32.double(), up32.double())
+    assert check_bounds(mnet, lb, ub, {k: (a.double(), b.double()) for k, (a, b) in layers.items()}, tol=1e-9) == []
+
+
+def test_early_stop_when_every_row_is_verified(shipped):
+    net, lb, ub, mnet = _problem()
+    rep = OptimizeReport()
+    optimize_bounds(shipped.compiled("alpha_deeppoly"), mnet, lb, ub, OptimizeOptions(iterations=10), dtype=torch.float64,
+                    report=rep, verified=lambda lower: torch.ones(lower.shape[0], dtype=torch.bool))
+    assert rep.iterations == 1 and rep.stopped == "verified"
+
+
+def test_certify_and_engine_for_optimize(shipped):
+    from cfmlir.certifiers import certifier_source
+    from cfruntime.properties import RobustnessProperty  # noqa: F401 - the property type certify takes
+
+    net = mlp([6, 16, 16, 4], seed=5)
+    cert = cfmlir.compile("alpha_deeppoly")
+    plain = cfmlir.compile("deeppoly")
+    lb, ub = boxes(6, batch=3, seed=2, radius=0.3)
+    C = torch.randn(3, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    eng = cfmlir.engine_for(cert, optimize=8, lr=0.3)
+    assert eng.options.iterations == 8 and eng.options.lr == 0.3
+    lo_opt, _, layers = bounds_in_batches(eng, net, lb, ub, C, 2, with_layers=True, keep_layers=True)[:3]
+    lo_plain = bounds_in_batches(cfmlir.engine_for(plain), net, lb, ub, C, 2)[0]
+    assert bool((lo_opt >= lo_plain - 1e-9).all()) and layers
+    assert len(eng.reports) == 2  # one optimisation per batch
+    assert certifier_source("alpha_deeppoly")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"optimize": 5}, "certifier 'deeppoly' has no parameters to optimise"),
+    ({"optimize": 0, "lr": 0.1}, "a learning rate is given but no optimisation"),
+    ({"optimize": -2}, "positive integer"),
+    ({"optimize": 5, "lr": -1.0}, "the learning rate must be positive"),
+    ({"optimize": 2.5}, "optimize must be a number of iterations"),
+])
+def test_misuse_is_one_clear_error(kwargs, message):
+    cert = cfmlir.compile("alpha_deeppoly" if "deeppoly" not in message else "deeppoly")
+    with pytest.raises(OptimizeError, match=message):
+        cfmlir.engine_for(cert, **kwargs)
+
+
+def test_the_interpreter_does_not_optimise():
+    with pytest.raises(OptimizeError, match="compiled engine, not the 'interpreter' engine"):
+        cfmlir.engine_for(cfmlir.compile("alpha_deeppoly"), "interpreter", optimize=3)
