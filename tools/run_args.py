@@ -5,9 +5,8 @@ the API's, :mod:`cfmlir.api_args`); :class:`UsageError` for a bad value or combi
 
 from __future__ import annotations
 
-import math
-
 import argparse
+import math
 
 from cfmlir.api_args import (
     ENGINES, FLATTEN_ORDERS, LAYOUTS, ArgumentError, check_device, check_eps, check_interpreter_options,
