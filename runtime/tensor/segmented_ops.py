@@ -769,7 +769,11 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         dp, dn = one_diagonal
         pos()
         const = constant()
-        parts = {keys[0]: plus.pop("p").mul_(dp - dn).addcmul_(xm, dn)}
+        xp = plus.pop("p")
+        if torch.is_grad_enabled() and (xp.requires_grad or dp.requires_grad or dn.requires_grad):
+            parts = {keys[0]: torch.addcmul(xp * (dp - dn), xm, dn)}  # autograd keeps x+ (the constant's): a new tensor
+        else:
+            parts = {keys[0]: xp.mul_(dp - dn).addcmul_(xm, dn)}
     else:
         parts = {}
         for s in keys:
