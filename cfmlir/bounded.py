@@ -178,8 +178,6 @@ class BoundedNetwork:
 
     def _region(self, x, eps, box):
         """``(lb, ub)`` ``[B, ...]`` of an ``x``/``eps`` ball or a box, checked (one host sync)."""
-        import torch
-
         if box is not None:
             if x is not None or eps is not None:
                 raise BoundsError("give either x and eps (an L-inf ball) or box=(lb, ub), not both")

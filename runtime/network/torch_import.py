@@ -36,7 +36,6 @@ Anything else is an :class:`UnsupportedModuleError` naming the node.
 
 from __future__ import annotations
 
-import math
 import operator
 from dataclasses import dataclass, field
 
@@ -46,9 +45,7 @@ from torch import nn
 
 from cfruntime.errors import NetworkError
 from cfruntime.network.graph import ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
-
-#: the ONNX loader's limit on an unrolled (merged) dense stage, in matrix entries
-_LIMIT_CELLS = 1 << 26
+from cfruntime.network.module_stages import DTYPE, MEMO, Conv, Dense, Diag, Lazy, cast, compose, flat, lazy
 
 
 class UnsupportedModuleError(NetworkError):
@@ -60,172 +57,11 @@ class UnsupportedModuleError(NetworkError):
 
 
 # ---------------------------------------------------------------------------------------------
-# lazy expressions of the module's tensors
-# ---------------------------------------------------------------------------------------------
-class _Lazy:
-    """``fn(*deps)`` evaluated once per network build (``memo``: one dict per build)."""
-
-    __slots__ = ("fn", "deps")
-
-    def __init__(self, fn, *deps):
-        self.fn, self.deps = fn, deps
-
-    def __call__(self, memo: dict):
-        key = id(self)
-        if key not in memo:
-            memo[key] = self.fn(*(memo if d is _MEMO else d(memo) if isinstance(d, _Lazy) else d for d in self.deps))
-        return memo[key]
-
-
-#: a dependency that stands for the build's memo itself (for functions of several lazies)
-_MEMO = object()
-
-
-#: the memo's key of the build's dtype
-_DTYPE = "dtype"
-
-
-def _cast(t, dtype):
-    return t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t
-
-
-def _lz(fn, *deps) -> _Lazy:
-    return _Lazy(fn, *deps)
-
-
-def _flat(x, shape: tuple, dtype) -> torch.Tensor:
-    """A constant (number or tensor) broadcast over ``shape`` and flattened, in ``dtype``."""
-    t = torch.as_tensor(x, dtype=dtype) if not isinstance(x, torch.Tensor) else _cast(x, dtype)
-    if t.dim() > len(shape):  # a leading batch dimension of 1 (checked when the node was read)
-        t = t.reshape(t.shape[t.dim() - len(shape):])
-    return t.expand(shape).reshape(-1)
-
-
-# ---------------------------------------------------------------------------------------------
-# linear stages (lazy tensors in the build's dtype, as the ONNX loader's _GStage/_DStage/_CStage)
-# ---------------------------------------------------------------------------------------------
-@dataclass(eq=False)
-class _Diag:
-    """``y = scale * x + shift`` elementwise over ``shape`` (``scale``/``shift``: flat ``[n]`` lazies,
-    None for 1 and 0); ``per_channel``: the scale is one number per channel of a ``(C, H, W)`` shape
-    (``channel``: that ``[C]`` lazy)."""
-
-    scale: _Lazy | None
-    shift: _Lazy | None
-    shape: tuple
-    channel: _Lazy | None = None
-    name: str = ""
-
-    @property
-    def out_shape(self) -> tuple:
-        return self.shape
-
-    @property
-    def in_size(self) -> int:
-        return _prod(self.shape)
-
-
-@dataclass(eq=False)
-class _Dense:
-    W: _Lazy  # [out, in]
-    b: _Lazy  # [out]
-    out_shape: tuple
-    in_size: int
-    name: str = ""
-
-
-@dataclass(eq=False)
-class _Conv:
-    kernel: _Lazy  # [O, C, kh, kw]
-    bias: _Lazy  # [O * oh * ow], per neuron
-    stride: tuple
-    pads: tuple  # (top, left, bottom, right)
-    dilation: tuple
-    in_shape: tuple
-    out_shape: tuple
-    from_pool: bool = False
-    name: str = ""
-
-    def apply(self, x: torch.Tensor, kernel: torch.Tensor) -> torch.Tensor:
-        """``[N, in_size] -> [N, out_size]`` without bias."""
-        t, l, b, r = self.pads
-        xi = F.pad(x.reshape(x.shape[0], *self.in_shape), (l, r, t, b))
-        return F.conv2d(xi, kernel, stride=self.stride, dilation=self.dilation).reshape(x.shape[0], -1)
-
-    def dense(self, memo) -> torch.Tensor:
-        """The unrolled ``[out_size, in_size]`` matrix."""
-        n = _prod(self.in_shape)
-        k = self.kernel(memo)
-        return self.apply(torch.eye(n, dtype=k.dtype, device=k.device), k).T
-
-
-def _mul(a, b):
-    return b if a is None else a if b is None else _lz(operator.mul, a, b)
-
-
-def _compose(prev, new):
-    """``new`` after ``prev`` as one stage where the ONNX loader merges them, else None."""
-    if isinstance(new, _Diag):
-        s, t = new.scale, new.shift
-        if isinstance(prev, _Diag):
-            shift = prev.shift if s is None or prev.shift is None else _lz(operator.mul, s, prev.shift)
-            shift = t if shift is None else shift if t is None else _lz(operator.add, shift, t)
-            return _Diag(_mul(prev.scale, s), shift, new.shape, _channel_product(prev, new))
-        if isinstance(prev, _Dense):
-            W = prev.W if s is None else _lz(lambda w, s: w * s[:, None], prev.W, s)
-            b = prev.b if s is None else _lz(operator.mul, prev.b, s)
-            return _Dense(W, b if t is None else _lz(operator.add, b, t), prev.out_shape, prev.in_size)
-        if isinstance(prev, _Conv) and _per_channel(new):
-            k = prev.kernel if s is None else _lz(lambda k, c: k * c[:, None, None, None], prev.kernel, new.channel)
-            b = prev.bias if s is None else _lz(operator.mul, prev.bias, s)
-            return _Conv(k, b if t is None else _lz(operator.add, b, t), prev.stride, prev.pads, prev.dilation,
-                         prev.in_shape, prev.out_shape, prev.from_pool)
-        return None
-    if isinstance(new, _Dense):
-        rows = _prod(new.out_shape)
-        if isinstance(prev, _Diag):
-            if rows * prev.in_size > _LIMIT_CELLS:
-                return None
-            W = new.W if prev.scale is None else _lz(lambda w, s: w * s[None, :], new.W, prev.scale)
-            b = new.b if prev.shift is None else _lz(lambda w, t, b: w @ t + b, new.W, prev.shift, new.b)
-            return _Dense(W, b, new.out_shape, prev.in_size)
-        if isinstance(prev, _Dense):
-            if rows * prev.in_size > _LIMIT_CELLS:
-                return None
-            return _Dense(_lz(operator.matmul, new.W, prev.W), _lz(lambda w, b1, b2: w @ b1 + b2, new.W, prev.b, new.b),
-                          new.out_shape, prev.in_size)
-        if isinstance(prev, _Conv) and prev.from_pool and _prod(prev.out_shape) * _prod(prev.in_shape) <= _LIMIT_CELLS // 4:
-            return _Dense(_lz(lambda w, m: w @ m, new.W, _Lazy(prev.dense, _MEMO)),
-                          _lz(lambda w, c, b: w @ c + b, new.W, prev.bias, new.b), new.out_shape, _prod(prev.in_shape))
-        return None
-    if isinstance(new, _Conv) and isinstance(prev, _Diag) and not any(new.pads) and _per_channel(prev):
-        k = new.kernel if prev.scale is None else _lz(lambda k, c: k * c[None, :, None, None], new.kernel, prev.channel)
-        b = new.bias
-        if prev.shift is not None:
-            b = _lz(lambda t, k0, b: b + new.apply(t.reshape(1, -1), k0).reshape(-1), prev.shift, new.kernel, new.bias)
-        return _Conv(k, b, new.stride, new.pads, new.dilation, new.in_shape, new.out_shape)
-    return None
-
-
-def _per_channel(d: _Diag) -> bool:
-    return d.scale is None or d.channel is not None
-
-
-def _channel_product(a: _Diag, b: _Diag) -> _Lazy | None:
-    """The per-channel scale of ``b`` after ``a`` (None when it is not one)."""
-    if not (_per_channel(a) and _per_channel(b)):
-        return None
-    if a.scale is None or b.scale is None:
-        return b.channel if a.scale is None else a.channel
-    return _lz(operator.mul, a.channel, b.channel)
-
-
-# ---------------------------------------------------------------------------------------------
 # values
 # ---------------------------------------------------------------------------------------------
 @dataclass(eq=False)
 class _Const:
-    value: _Lazy
+    value: Lazy
 
 
 class _Static:
@@ -282,12 +118,12 @@ class _Importer:
         return UnsupportedModuleError(what or _describe(self.gm, node), node.name, model=self.model_name, detail=detail)
 
     # -- tensors ---------------------------------------------------------------------------------
-    def attr(self, module: nn.Module, name: str) -> _Lazy | None:
+    def attr(self, module: nn.Module, name: str) -> Lazy | None:
         """``module.<name>`` (a parameter or buffer) read when the network is built, in its dtype."""
         if getattr(module, name, None) is None:
             return None
         self.sources.append((module, name))
-        return _lz(lambda memo: _cast(getattr(module, name), memo[_DTYPE]), _MEMO)
+        return lazy(lambda memo: cast(getattr(module, name), memo[DTYPE]), MEMO)
 
     # -- layers ----------------------------------------------------------------------------------
     def add(self, kind, shape, preds, name, make=None) -> int:
@@ -307,16 +143,16 @@ class _Importer:
         return cur
 
     def stage_layer(self, st, cur: int) -> int:
-        if isinstance(st, _Diag):
+        if isinstance(st, Diag):
             n = st.in_size
             scale, shift = st.scale, st.shift
 
             def make(memo, n=n):
-                s = scale(memo) if scale is not None else torch.ones(n, dtype=memo[_DTYPE])
+                s = scale(memo) if scale is not None else torch.ones(n, dtype=memo[DTYPE])
                 t = shift(memo) if shift is not None else torch.zeros(n, dtype=s.dtype, device=s.device)
                 return {"linear_kind": "gather", "gather": GatherSpec(torch.arange(n, device=s.device), s, n), "bias": t}
             return self.add("affine", st.shape, [cur], st.name, make)
-        if isinstance(st, _Dense):
+        if isinstance(st, Dense):
             return self.add("affine", st.out_shape, [cur], st.name,
                             lambda memo: {"linear_kind": "dense", "weight": st.W(memo), "bias": st.b(memo)})
 
@@ -330,7 +166,7 @@ class _Importer:
         """``v`` followed by ``stage`` (merged into its last stage where exact)."""
         stage.name = node.name
         stages = list(v.stages)
-        merged = _compose(stages[-1], stage) if stages else None
+        merged = compose(stages[-1], stage) if stages else None
         if merged is not None:
             merged.name = stages[-1].name + "," + stage.name
             stages[-1] = merged
@@ -346,17 +182,17 @@ class _Importer:
         """``scale * v + shift`` with constants (numbers or lazies broadcastable to ``v``'s shape);
         ``scale_shape``: the shape of a lazy ``scale`` (default: its recorded one)."""
         shape = v.shape
-        flat = lambda c: None if c is None else _lz(lambda x, memo: _flat(x, shape, memo[_DTYPE]), c, _MEMO)  # noqa: E731
+        flat_of = lambda c: None if c is None else lazy(lambda x, memo: flat(x, shape, memo[DTYPE]), c, MEMO)  # noqa: E731
         channel = None
         if scale is not None and len(shape) == 3:
             cs = scale_shape if scale_shape is not None else self.const_shape(scale)
             if _per_channel_shape(cs, shape):
-                channel = _lz(lambda x, memo: _flat(x, shape, memo[_DTYPE]).reshape(shape)[:, 0, 0], scale, _MEMO)
-        return self.push(v, _Diag(flat(scale), flat(shift), shape, channel), node, shape)
+                channel = lazy(lambda x, memo: flat(x, shape, memo[DTYPE]).reshape(shape)[:, 0, 0], scale, MEMO)
+        return self.push(v, Diag(flat_of(scale), flat_of(shift), shape, channel), node, shape)
 
     def const_shape(self, c) -> tuple:
         """The shape of a constant: a lazy's recorded one, () for a number."""
-        return tuple(self.const_meta.get(id(c), ())) if isinstance(c, _Lazy) else ()
+        return tuple(self.const_meta.get(id(c), ())) if isinstance(c, Lazy) else ()
 
     # -- the walk ----------------------------------------------------------------------------------
     def run(self, example: torch.Tensor) -> tuple[list[_Recipe], tuple, str]:
@@ -388,11 +224,10 @@ class _Importer:
         owner = self.gm
         for p in path:
             owner = getattr(owner, p)
-        lazy = self.attr(owner, name)
-        c = _Const(lazy)
+        value = self.attr(owner, name)
         t = getattr(owner, name)
-        self.const_meta[id(lazy)] = tuple(t.shape) if isinstance(t, torch.Tensor) else ()
-        return c
+        self.const_meta[id(value)] = tuple(t.shape) if isinstance(t, torch.Tensor) else ()
+        return _Const(value)
 
     def arg(self, a):
         """A node argument: a data value, a constant (lazy), or a plain Python value."""
@@ -406,12 +241,12 @@ class _Importer:
     def convert(self, node):
         args = [self.arg(a) for a in node.args]
         kwargs = {k: self.arg(v) for k, v in node.kwargs.items()}
-        flat = _leaves(list(args) + list(kwargs.values()))
+        leaves = _leaves(list(args) + list(kwargs.values()))
         if (node.op == "call_method" and node.target in ("size", "dim")) or (
                 node.op == "call_function" and node.target is getattr and args[1:] == ["shape"]):
             return _STATIC
-        if not any(isinstance(a, _Data) for a in flat):
-            return _STATIC if any(isinstance(a, _Static) for a in flat) else self.folded(node, args, kwargs)
+        if not any(isinstance(a, _Data) for a in leaves):
+            return _STATIC if any(isinstance(a, _Static) for a in leaves) else self.folded(node, args, kwargs)
         if node.op == "call_module":
             module = self.gm.get_submodule(node.target)
             handler = _MODULE_HANDLERS.get(type(module))
@@ -441,11 +276,11 @@ class _Importer:
     def folded(self, node, args, kwargs) -> _Const:
         """A node without a data operand: evaluated on constants when the network is built."""
         gm = self.gm
-        deps = [a for a in list(args) + list(kwargs.values()) if isinstance(a, _Lazy)]
+        deps = [a for a in list(args) + list(kwargs.values()) if isinstance(a, Lazy)]
 
         def run(*vals):
             it = iter(vals)
-            sub = lambda a: next(it) if isinstance(a, _Lazy) else a  # noqa: E731
+            sub = lambda a: next(it) if isinstance(a, Lazy) else a  # noqa: E731
             a2, k2 = [sub(a) for a in args], {k: sub(v) for k, v in kwargs.items()}
             if node.op == "call_module":
                 return gm.get_submodule(node.target)(*a2, **k2)
@@ -453,10 +288,10 @@ class _Importer:
                 return node.target(*a2, **k2)
             return getattr(a2[0], node.target)(*a2[1:], **k2)
 
-        lazy = _Lazy(run, *deps)
+        value = Lazy(run, *deps)
         meta = node.meta.get("tensor_meta")
-        self.const_meta[id(lazy)] = tuple(meta.shape) if hasattr(meta, "shape") else ()
-        return _Const(lazy)
+        self.const_meta[id(value)] = tuple(meta.shape) if hasattr(meta, "shape") else ()
+        return _Const(value)
 
     # -- shapes ------------------------------------------------------------------------------------
     def out_shape(self, node) -> tuple:
@@ -497,7 +332,7 @@ class _Importer:
         layers, other bounds by an exact rescaling around ``hardtanh``/``relu``."""
         lo = min if lo is None else lo
         hi = max if hi is None else hi
-        if any(isinstance(b, (_Lazy, _Data)) for b in (lo, hi)):
+        if any(isinstance(b, (Lazy, _Data)) for b in (lo, hi)):
             raise self.unsupported(node, "tensor bounds")
         lo = None if lo is None else float(lo)
         hi = None if hi is None else float(hi)
@@ -539,19 +374,19 @@ class _Importer:
             return self.diag(data, node, c)
         if op == "sub":
             if data is x:
-                return self.diag(data, node, None, _lz(operator.neg, c) if isinstance(c, _Lazy) else -c)
+                return self.diag(data, node, None, lazy(operator.neg, c) if isinstance(c, Lazy) else -c)
             return self.diag(data, node, -1.0, c)
         if data is not x:
             raise self.unsupported(node, "division by a data tensor")
-        if isinstance(c, _Lazy):
-            return self.diag(data, node, _lz(lambda t: 1.0 / t, c), scale_shape=self.const_shape(c))
+        if isinstance(c, Lazy):
+            return self.diag(data, node, lazy(lambda t: 1.0 / t, c), scale_shape=self.const_shape(c))
         if c == 0:
             raise self.unsupported(node, "division by zero")
         return self.diag(data, node, 1.0 / c)
 
     def check_broadcast(self, node, c, shape: tuple) -> None:
         """A constant must broadcast to the data's shape without changing it (batch dimension first)."""
-        cs = self.const_shape(c) if isinstance(c, _Lazy) else ()
+        cs = self.const_shape(c) if isinstance(c, Lazy) else ()
         full = (self.batch,) + tuple(shape)
         try:
             got = torch.broadcast_shapes(cs, full)
@@ -559,16 +394,16 @@ class _Importer:
             got = None
         if tuple(got or ()) != full or (len(cs) == len(full) and cs[0] != 1):
             raise self.unsupported(node, f"a constant of shape {list(cs)} on data of shape {list(shape)}")
-        if not isinstance(c, (_Lazy, int, float)):
+        if not isinstance(c, (Lazy, int, float)):
             raise self.unsupported(node, f"operand of type {type(c).__name__}")
 
-    def linear(self, node, v: _Data, W: _Lazy, b: _Lazy | None, n_out: int) -> _Data:
+    def linear(self, node, v: _Data, W: Lazy, b: Lazy | None, n_out: int) -> _Data:
         if len(v.shape) != 1:
             raise self.unsupported(node, f"a linear map of data of shape {list(v.shape)} (flatten it first)")
-        bias = b if b is not None else _lz(lambda w: torch.zeros(w.shape[0], dtype=w.dtype, device=w.device), W)
-        return self.push(v, _Dense(W, bias, (n_out,), v.shape[0]), node)
+        bias = b if b is not None else lazy(lambda w: torch.zeros(w.shape[0], dtype=w.dtype, device=w.device), W)
+        return self.push(v, Dense(W, bias, (n_out,), v.shape[0]), node)
 
-    def conv(self, node, v: _Data, K: _Lazy, b: _Lazy | None, kshape, stride, padding, dilation, groups) -> _Data:
+    def conv(self, node, v: _Data, K: Lazy, b: Lazy | None, kshape, stride, padding, dilation, groups) -> _Data:
         if len(v.shape) != 3:
             raise self.unsupported(node, f"a 2-D convolution of data of shape {list(v.shape)}")
         if groups != 1:
@@ -581,13 +416,13 @@ class _Importer:
         ow = (W + pads[1] + pads[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
         if (oh, ow) == (1, 1) and not any(pads) and (kh, kw) == (H, W):
             # a kernel covering the whole input is a fully-connected layer (as the ONNX loader reads it)
-            bias = b if b is not None else _lz(lambda k: torch.zeros(k.shape[0], dtype=k.dtype, device=k.device), K)
-            return self.push(v, _Dense(_lz(lambda k: k.reshape(O, -1), K), bias, (O, 1, 1), C * H * W), node)
+            bias = b if b is not None else lazy(lambda k: torch.zeros(k.shape[0], dtype=k.dtype, device=k.device), K)
+            return self.push(v, Dense(lazy(lambda k: k.reshape(O, -1), K), bias, (O, 1, 1), C * H * W), node)
         if b is None:
-            bias = _lz(lambda k: torch.zeros(O * oh * ow, dtype=k.dtype, device=k.device), K)
+            bias = lazy(lambda k: torch.zeros(O * oh * ow, dtype=k.dtype, device=k.device), K)
         else:
-            bias = _lz(lambda t: t.repeat_interleave(oh * ow), b)
-        return self.push(v, _Conv(K, bias, stride, pads, dilation, (C, H, W), (O, oh, ow)), node)
+            bias = lazy(lambda t: t.repeat_interleave(oh * ow), b)
+        return self.push(v, Conv(K, bias, stride, pads, dilation, (C, H, W), (O, oh, ow)), node)
 
     def avg_pool(self, node, v: _Data, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override) -> _Data:
         if len(v.shape) != 3:
@@ -601,15 +436,15 @@ class _Importer:
         oh = (H + pads[0] + pads[2] - kernel[0]) // stride[0] + 1
         ow = (W + pads[1] + pads[3] - kernel[1]) // stride[1] + 1
         if not any(pads) or count_include_pad:  # one divisor: a convolution with a channel-diagonal kernel
-            K = _lz(lambda memo: (torch.eye(C, dtype=memo[_DTYPE]) / (kernel[0] * kernel[1]))[:, :, None, None]
-                    .expand(C, C, *kernel).clone(), _MEMO)
-            bias = _lz(lambda memo: torch.zeros(C * oh * ow, dtype=memo[_DTYPE]), _MEMO)
-            return self.push(v, _Conv(K, bias, stride, pads, (1, 1), (C, H, W), (C, oh, ow), from_pool=True), node)
+            K = lazy(lambda memo: (torch.eye(C, dtype=memo[DTYPE]) / (kernel[0] * kernel[1]))[:, :, None, None]
+                    .expand(C, C, *kernel).clone(), MEMO)
+            bias = lazy(lambda memo: torch.zeros(C * oh * ow, dtype=memo[DTYPE]), MEMO)
+            return self.push(v, Conv(K, bias, stride, pads, (1, 1), (C, H, W), (C, oh, ow), from_pool=True), node)
         n = C * H * W
-        W_ = _lz(lambda memo: F.avg_pool2d(torch.eye(n, dtype=memo[_DTYPE]).reshape(n, C, H, W), kernel, stride,
-                                           (pads[0], pads[1]), count_include_pad=False).reshape(n, -1).T.contiguous(), _MEMO)
-        zeros = _lz(lambda memo: torch.zeros(C * oh * ow, dtype=memo[_DTYPE]), _MEMO)
-        return self.push(v, _Dense(W_, zeros, (C, oh, ow), n), node)
+        W_ = lazy(lambda memo: F.avg_pool2d(torch.eye(n, dtype=memo[DTYPE]).reshape(n, C, H, W), kernel, stride,
+                                           (pads[0], pads[1]), count_include_pad=False).reshape(n, -1).T.contiguous(), MEMO)
+        zeros = lazy(lambda memo: torch.zeros(C * oh * ow, dtype=memo[DTYPE]), MEMO)
+        return self.push(v, Dense(W_, zeros, (C, oh, ow), n), node)
 
     def max_pool(self, node, v: _Data, kernel, stride, padding, dilation, ceil_mode, return_indices) -> _Data:
         if len(v.shape) != 3:
@@ -655,8 +490,8 @@ def _batch_norm_module(imp: _Importer, node, m, x):
         root = torch.sqrt(var + m.eps)
         return ((1.0 if gamma is None else gamma) / root).reshape(cshape)
 
-    s = _lz(scale, var, gamma)
-    t = _lz(lambda s, mean, beta: (0.0 if beta is None else beta.reshape(cshape)) - mean.reshape(cshape) * s, s, mean, beta)
+    s = lazy(scale, var, gamma)
+    t = lazy(lambda s, mean, beta: (0.0 if beta is None else beta.reshape(cshape)) - mean.reshape(cshape) * s, s, mean, beta)
     return imp.diag(x, node, s, t, scale_shape=cshape)
 
 
@@ -711,7 +546,7 @@ _MODULE_HANDLERS = {
 
 # -- function handlers ---------------------------------------------------------------------------------
 def _f_linear(imp: _Importer, node, x, weight, bias=None):
-    if not isinstance(weight, _Lazy):
+    if not isinstance(weight, Lazy):
         raise imp.unsupported(node, "a weight that is not a parameter or buffer")
     n_out = imp.const_shape(weight)[0]
     return imp.linear(node, x, weight, bias, n_out)
@@ -834,7 +669,7 @@ class ModulePlan:
         (gradients flow back to them when grad mode is on), in ``dtype`` (float64, as the ONNX loader's,
         unless the analysis is in another dtype and needs no exact parameters: see
         :class:`cfmlir.BoundedNetwork`)."""
-        memo: dict = {_DTYPE: dtype}
+        memo: dict = {DTYPE: dtype}
         layers = [Layer(index=0, kind="input", shape=self.input_shape, name=self.input_name)]
         for i, r in enumerate(self.recipes, start=1):
             kw = r.make(memo) if r.make is not None else {}
