@@ -13,12 +13,20 @@ functions that need them.
 """
 
 _API = ("Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
-        "load_vnnlib", "certify", "engine_for")
+        "load_vnnlib", "certify", "engine_for", "BoundedNetwork", "BoundsError")
 
 __all__ = list(_API)
 
 
+#: the auto_LiRPA-style API (:mod:`cfmlir.bounded`)
+_BOUNDED = ("BoundedNetwork", "BoundsError")
+
+
 def __getattr__(name):
+    if name in _BOUNDED:
+        from cfmlir import bounded
+
+        return getattr(bounded, name)
     if name in _API:
         from cfmlir import api
 

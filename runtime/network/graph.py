@@ -146,7 +146,7 @@ class ConvSpec:
         return x.reshape(b, -1)
 
     def weight_matrix(self) -> torch.Tensor:
-        eye = torch.eye(self.in_size, dtype=torch.float64)
+        eye = torch.eye(self.in_size, dtype=self.kernel.dtype, device=self.kernel.device)
         return self.apply(eye).T.contiguous()
 
 
@@ -166,7 +166,7 @@ class GatherSpec:
         return out.index_add_(1, self.index.to(y.device), y * self.scale.to(dtype=y.dtype, device=y.device))
 
     def weight_matrix(self) -> torch.Tensor:
-        w = torch.zeros(self.index.shape[0], self.in_size, dtype=torch.float64)
+        w = torch.zeros(self.index.shape[0], self.in_size, dtype=self.scale.dtype, device=self.scale.device)
         w[torch.arange(self.index.shape[0]), self.index] = self.scale
         return w
 
@@ -444,10 +444,12 @@ class Network:
         otherwise a new affine layer is appended.  The result's last layer is
         a dense affine layer (batched ``[batch, K, pred_size]`` if ``C`` is 3-D).
         """
-        C = torch.as_tensor(C).to(torch.float64)
+        last = self.layers[-1]
+        # the network's own dtype (float64 unless it was built in another, cfruntime.network.torch_import)
+        dtype = last.bias.dtype if last.kind == "affine" and last.bias is not None else torch.float64
+        C = torch.as_tensor(C).to(dtype)
         if C.dim() not in (2, 3) or C.shape[-1] != self.output_size:
             raise PropertyError(f"margin matrix of shape {tuple(C.shape)} does not match the network output size {self.output_size}")
-        last = self.layers[-1]
         layers = [_copy_layer(l) for l in self.layers]
         k = C.shape[-2]
         can_fold = (
@@ -462,7 +464,7 @@ class Network:
         else:
             nb = C.shape[:-2] + (k,)
             new = Layer(index=len(layers), kind="affine", shape=(k,), preds=[last.index], name="margin",
-                        linear_kind="dense", weight=C.contiguous(), bias=torch.zeros(nb, dtype=torch.float64))
+                        linear_kind="dense", weight=C.contiguous(), bias=torch.zeros(nb, dtype=dtype))
             layers.append(new)
         return Network(layers, source=self.source, notices=self.notices, input_name=self.input_name,
                        margin=C, margin_folded=can_fold)

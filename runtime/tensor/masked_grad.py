@@ -21,9 +21,9 @@ from __future__ import annotations
 import torch
 
 
-def _masked(g: torch.Tensor, x: torch.Tensor, shape) -> torch.Tensor:
-    """``x`` where ``g != 0``, else 0 (``x`` computed from ``g``), summed to ``shape``."""
-    return torch.where(g == 0, 0.0, x).sum_to_size(shape)
+def _masked(zero: torch.Tensor, g: torch.Tensor, x: torch.Tensor, shape) -> torch.Tensor:
+    """``x`` where ``g != 0``, else ``g`` (0 there), summed to ``shape``."""
+    return torch.where(zero, g, x).sum_to_size(shape)
 
 
 class _MaskedMultiply(torch.autograd.Function):
@@ -35,8 +35,9 @@ class _MaskedMultiply(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = _masked(g, g * b, a.shape) if ctx.needs_input_grad[0] else None
-        gb = _masked(g, g * a, b.shape) if ctx.needs_input_grad[1] else None
+        zero = g == 0
+        ga = _masked(zero, g, g * b, a.shape) if ctx.needs_input_grad[0] else None
+        gb = _masked(zero, g, g * a, b.shape) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -51,8 +52,9 @@ class _MaskedDivide(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         b, out = ctx.saved_tensors
-        ga = _masked(g, g / b, ctx.a_shape) if ctx.needs_input_grad[0] else None
-        gb = _masked(g, -g * out / b, b.shape) if ctx.needs_input_grad[1] else None
+        zero = g == 0
+        ga = _masked(zero, g, g / b, ctx.a_shape) if ctx.needs_input_grad[0] else None
+        gb = _masked(zero, g, g * out / -b, b.shape) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 

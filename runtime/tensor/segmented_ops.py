@@ -773,7 +773,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
             const = constant()
         p = plus.pop("p")
         if _recorded(p, xm, dp, dn):  # autograd needs the operands: out of place
-            parts = {keys[0]: p * (dp - dn) + xm * dn}
+            parts = {keys[0]: torch.addcmul(p * (dp - dn), xm, dn)}  # a new tensor
         else:
             parts = {keys[0]: p.mul_(dp - dn).addcmul_(xm, dn)}
     else:

@@ -180,3 +180,37 @@ def test_gradient_is_finite_at_eps_zero(shipped, certifier):
             assert bool(torch.isfinite(g).all()), (activation, dtype)
             want = net.forward(lb).to(dtype)
             torch.testing.assert_close(lo.detach(), want, rtol=1e-4, atol=1e-4)
+
+
+def _wide_conv():
+    """Conv(2->4, k3, p1) - Relu - Conv(4->4, k3, p1) - Relu - Flatten - Gemm(->3) on 1x2x6x6 inputs:
+    per-layer expressions of more than SMALL_PRODUCT entries (the kernels' big-tensor paths)."""
+    import numpy as np
+    from onnx import helper
+
+    from cftest.nets import _model
+
+    rng = np.random.default_rng(5)
+    f = lambda *s: (rng.standard_normal(s) * 0.3).astype(np.float32)  # noqa: E731
+    inits = {"K1": f(4, 2, 3, 3), "B1": f(4), "K2": f(4, 4, 3, 3), "B2": f(4), "W": f(3, 144), "B": f(3)}
+    nodes = [
+        helper.make_node("Conv", ["input", "K1", "B1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "K2", "B2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Flatten", ["r2"], ["fl"], axis=1),
+        helper.make_node("Gemm", ["fl", "W", "B"], ["out"], transB=1),
+    ]
+    return _model(nodes, inits, (2, 6, 6), 3)
+
+
+@pytest.mark.parametrize("representation", ["planned", "gbscr"])
+@pytest.mark.parametrize("certifier", ["deeppoly", "crown_ibp", "deepz"])
+def test_gradcheck_big_tensors(shipped, certifier, representation):
+    """Networks whose expressions take the kernels' big-tensor paths (in-place updates of fresh
+    temporaries in the forward-only run): a wider MLP and CNN, gradcheck's directional check (the
+    dense representation has no such paths)."""
+    for net in (mlp([10, 70, 70, 70, 3], seed=3), _wide_conv()):
+        inputs = _inputs(net, seed=4)
+        f = _bounds_fn(shipped.compiled(certifier), net, representation, _margin_matrix(net.output_size, 2))
+        assert torch.autograd.gradcheck(f, inputs, fast_mode=True, atol=1e-5, rtol=1e-3)
