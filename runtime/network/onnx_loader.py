@@ -83,6 +83,7 @@ import torch.nn.functional as F
 from onnx import numpy_helper
 
 from cfruntime.errors import NetworkError, UnsupportedOpError
+from cfruntime.network import onnx_folding, onnx_validation
 from cfruntime.network.graph import DEFAULT_ALPHA, ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
 
 #: Supported ONNX op -> the layer kinds it becomes, each with when: ``((kind, when), ...)``; ``()`` for
@@ -102,8 +103,11 @@ OP_LAYER_KINDS = {
     "MaxPool": (("maxpool", ""),),
     "Concat": (("affine", "operands over one layer"), ("add", "operands over several layers")),
     "Softmax": (), "Identity": (), "Dropout": (), "Constant": (),
+    "Shape": (), "Size": (), "Cast": (),
 }
-#: The ONNX ops the loader supports; any other is ``unsupported ONNX op '<Op>' at node '<name>'``.
+#: The ONNX ops the loader supports on perturbed values; any other there is ``unsupported ONNX op
+#: '<Op>' at node '<name>'`` (all of them at once, :mod:`cfruntime.network.onnx_validation`).  On
+#: constants only, every op of ``onnx.reference`` is evaluated at load time (:mod:`.onnx_folding`).
 SUPPORTED_OPS = frozenset(OP_LAYER_KINDS)
 
 #: ONNX elementwise activation -> layer kind (one layer each; LeakyRelu and Elu carry ``alpha``).
@@ -334,21 +338,73 @@ def _joined_conv(stages: list) -> tuple | None:
 def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
     """Load an ONNX file into a :class:`Network` (see module docstring)."""
     path = Path(path)
+    checked = _CHECKED.pop(_file_key(path), None)
+    if checked is not None:  # check_file read and checked this very file: convert what it read
+        return _Loader(checked, str(path), hwc_flatten, checked_input=True).run()
+    model, raw = read_model(path)
+    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten, raw=raw)
+
+
+#: The model :func:`check_file` read last, for the :func:`load_onnx` of the same file that follows.
+_CHECKED: dict[tuple, onnx.ModelProto] = {}
+
+
+def _file_key(path: Path):
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def check_file(path: str | Path, *, keep: bool = True) -> None:
+    """Read ``path`` and run every check of :func:`check_model` without converting anything: what
+    ``cf-run`` does first, before compiling a certifier, so a bad or unsupported network is one line
+    within a second or two.  With ``keep``, the next :func:`load_onnx` of the same (unchanged) file in
+    this process reuses the model."""
+    path = Path(path)
+    model, raw = read_model(path)
+    check_model(model, str(path), raw)
+    _CHECKED.clear()
+    if keep:
+        _CHECKED[_file_key(path)] = model
+
+
+def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | str]:
+    """The model in ``path`` (gzip-compressed or not) and what the full checker reads: its bytes, or
+    the path for a model whose weights are in external files (``onnx.load`` reads those)."""
     if not path.is_file():
         raise NetworkError("no such network file", file=path)
     from cfruntime import gzio
 
     try:
-        # a gzip-compressed model (VNN-COMP's .onnx.gz) is inflated in memory; a plain one keeps onnx.load (external data)
-        model = onnx.load_from_string(gzio.read_bytes(path)) if gzio.is_gzip(path) else onnx.load(str(path))
+        raw = gzio.read_bytes(path)
+        model = onnx.load_from_string(raw)
+        if not gzio.is_gzip(path) and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+            model, raw = onnx.load(str(path)), str(path)
     except Exception as e:  # protobuf DecodeError, corrupt gzip etc.
         raise NetworkError(f"not a valid ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
-    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
+    return model, raw
 
 
-def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False) -> Network:
-    """Convert an in-memory ONNX ``ModelProto``."""
-    return _Loader(model, source, hwc_flatten).run()
+def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False,
+                       raw: bytes | str | None = None) -> Network:
+    """Convert an in-memory ONNX ``ModelProto`` (``raw``: its serialised bytes, when at hand)."""
+    return _Loader(model, source, hwc_flatten, raw).run()
+
+
+def check_model(model: onnx.ModelProto, source: str, raw: bytes | str | None = None):
+    """Every check before conversion (:mod:`cfruntime.network.onnx_validation`): opsets, the data
+    input, every unsupported op at once, the full checker; returns the data input."""
+    if not isinstance(model, onnx.ModelProto) or len(model.graph.node) == 0:
+        raise NetworkError("not a valid ONNX model (empty graph)", file=source)
+    onnx_validation.check_opsets(model, source)
+    inp = onnx_validation.data_input(model, source)
+    if len(model.graph.output) != 1:
+        raise NetworkError(f"expected exactly one output, found {len(model.graph.output)}", file=source)
+    onnx_validation.check_supported(model, source, SUPPORTED_OPS, onnx_folding.foldable)
+    onnx_validation.check_full(model.SerializeToString() if raw is None else raw, source)
+    return inp
 
 
 def _oneline(e: Exception) -> str:
@@ -361,8 +417,11 @@ def _attrs(node) -> dict:
 
 
 class _Loader:
-    def __init__(self, model, source, hwc_flatten):
+    def __init__(self, model, source, hwc_flatten, raw=None, checked_input: bool = False):
         self.model = model
+        self.raw = raw
+        self.checked = checked_input
+        self.opset = onnx_validation.default_opset(model) or onnx.defs.onnx_opset_version()
         self.source = source
         self.hwc_flatten = hwc_flatten
         self.layers: list[Layer] = []
@@ -384,15 +443,8 @@ class _Loader:
     # -- main ----------------------------------------------------------------------------------
     def run(self) -> Network:
         g = self.model.graph
-        if not isinstance(self.model, onnx.ModelProto) or len(g.node) == 0:
-            raise self.err("not a valid ONNX model (empty graph)")
-        for node in g.node:
-            if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
-                raise self.unsupported(node)
-        try:
-            onnx.checker.check_model(self.model)
-        except Exception as e:
-            raise self.err(f"invalid ONNX model ({_oneline(e)})") from None
+        inp = onnx_validation.data_input(self.model, self.source) if self.checked else \
+            check_model(self.model, self.source, self.raw)
         inits = {}
         for t in g.initializer:
             arr = numpy_helper.to_array(t)
@@ -400,30 +452,13 @@ class _Loader:
                 bad = "NaN" if np.isnan(arr).any() else "infinite"
                 raise self.err(f"initializer '{t.name}' has {bad} values: no sound bounds through it")
             inits[t.name] = _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
-        data_inputs = [i for i in g.input if i.name not in inits]
-        if len(data_inputs) != 1:
-            raise self.err(f"expected exactly one data input, found {len(data_inputs)}")
-        if len(g.output) != 1:
-            raise self.err(f"expected exactly one output, found {len(g.output)}")
-        inp = data_inputs[0]
         shape, lead = self.input_shape(inp)
         self.layers.append(Layer(index=0, kind="input", shape=shape[lead:], name=inp.name))
         self.values.update(inits)
         self.values[inp.name] = _Lin(0, shape, [], lead)
 
         out_name = g.output[0].name
-        # only nodes the output depends on
-        producers = {o: n for n in g.node for o in n.output}
-        needed, stack = set(), [out_name]
-        while stack:
-            v = stack.pop()
-            n = producers.get(v)
-            if n is not None and id(n) not in needed:
-                needed.add(id(n))
-                stack.extend(i for i in n.input if i)
-        for node in g.node:
-            if id(node) not in needed:
-                continue
+        for node in onnx_validation.needed_nodes(g):
             if node.op_type == "Softmax":
                 self.softmax(node, out_name)
                 continue
@@ -603,63 +638,28 @@ class _Loader:
         return fn(node, ins, a)
 
     def const_fold(self, node, ins, a):
-        op = node.op_type
+        """A node on constants only: evaluated once (:mod:`cfruntime.network.onnx_folding`)."""
         vals = [None if v is None else v.value for v in ins]
-        if op == "Constant":
-            if "value" in a:
-                arr = numpy_helper.to_array(a["value"])
-            elif "value_float" in a:
-                arr = np.array(a["value_float"], dtype=np.float32)
-            elif "value_floats" in a:
-                arr = np.array(a["value_floats"], dtype=np.float32)
-            elif "value_int" in a:
-                arr = np.array(a["value_int"], dtype=np.int64)
-            elif "value_ints" in a:
-                arr = np.array(a["value_ints"], dtype=np.int64)
-            else:
-                raise self.unsupported(node, "Constant without a tensor value")
-            return _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
         try:
-            if op in ("Identity", "Dropout"):
-                return _Const(vals[0])
-            if op in ("Add", "Sub", "Mul", "Div"):
-                f = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
-                return _Const(f(vals[0], vals[1]))
-            if op == "Reshape":
-                shape = vals[1] if len(vals) > 1 else a["shape"]
-                shape = [d if d != 0 else vals[0].shape[i] for i, d in enumerate(np.asarray(shape).tolist())]
-                return _Const(vals[0].reshape(shape))
-            if op == "Transpose":
-                return _Const(np.transpose(vals[0], a.get("perm")))
-            if op in ("Squeeze", "Unsqueeze"):
-                x = np.asarray(vals[0])
-                raw = self.raw_axes(node, a)
-                if op == "Squeeze":
-                    axes = tuple(self.axes_of(node, a, x.ndim, op)) or None
-                    return _Const(np.squeeze(x, axis=axes))
-                for ax in self.axes_of(node, a, x.ndim + len(raw), op):
-                    x = np.expand_dims(x, ax)
-                return _Const(x)
-            if op == "MatMul":
-                return _Const(vals[0] @ vals[1])
-            if op == "Concat":
-                return _Const(np.concatenate([np.asarray(v) for v in vals], axis=a["axis"]))
-            if op == "Slice":
-                x = np.asarray(vals[0])
-                return _Const(x.reshape(-1)[self.slice_index(node, a, x.shape)])
-            if op == "Split":
-                x = np.asarray(vals[0])
-                return tuple(_Const(x.reshape(-1)[i]) for i in self.split_indices(node, a, x.shape))
-            if op == "Gemm":
-                A = vals[0].T if a.get("transA", 0) else vals[0]
-                B = vals[1].T if a.get("transB", 0) else vals[1]
-                y = a.get("alpha", 1.0) * (A @ B)
-                if len(vals) > 2 and vals[2] is not None:
-                    y = y + a.get("beta", 1.0) * vals[2]
-                return _Const(y)
-        except Exception as e:
-            raise self.err(f"cannot evaluate constant node '{self.node_name(node)}' ({_oneline(e)})") from None
-        raise self.unsupported(node, "on constant inputs only")
+            outs = onnx_folding.fold_node(node, vals, self.opset)
+        except onnx_folding.FoldingError as e:
+            raise self.err(f"cannot evaluate constant node '{self.node_name(node)}' ({node.op_type}: {e})") from None
+        consts = tuple(_Const(o) for o in outs)
+        return consts if len(node.output) > 1 else consts[0]
+
+    def op_Shape(self, node, ins, a):
+        """``Shape``/``Size`` of a perturbed value: its static shape (a batch of one)."""
+        return _Const(onnx_folding.fold_shape(node, tuple(ins[0].shape), self.opset))
+
+    op_Size = op_Shape
+
+    def op_Cast(self, node, ins, a):
+        """Cast of a perturbed value to a floating-point type: the value itself (the analysis is in
+        real arithmetic); to any other type it would no longer be a perturbation of the input."""
+        to = int(a.get("to", 0))
+        if to not in onnx_validation.FLOAT_INPUT_TYPES:
+            raise self.unsupported(node, f"cast of the perturbed value to {onnx.TensorProto.DataType.Name(to)}")
+        return ins[0]
 
     def op_Identity(self, node, ins, a):
         return ins[0]
