@@ -39,6 +39,9 @@ Layer kinds
                ``[size, window]`` lists, for every output neuron, the
                predecessor neurons in its window (``-1`` = padding).
 ``'add'``      elementwise sum of its two predecessors (residual joins).
+``'mul'``      elementwise product of its two predecessors (``Mul``/``MatMul`` of two
+               perturbed values, ``Pow`` with an integer exponent; the two may be one layer).
+               :data:`BINARY_FUNCTIONS` gives ``add`` and ``mul`` concretely.
 
 All weights are stored in float64; evaluation runs in the dtype of the input
 (float32 or float64).
@@ -56,7 +59,8 @@ from cfruntime.errors import PropertyError
 
 AFFINE_KINDS = ("dense", "conv", "gather")
 ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh")
-LAYER_KINDS = ("input", "affine", "maxpool", "add") + ELEMENTWISE_KINDS
+BINARY_KINDS = ("add", "mul")
+LAYER_KINDS = ("input", "affine", "maxpool") + BINARY_KINDS + ELEMENTWISE_KINDS
 
 
 #: Elementwise kind -> its concrete function ``(x, alpha) -> y`` (``alpha``: the layer's ``alpha``).
@@ -71,6 +75,20 @@ ELEMENTWISE_FUNCTIONS = {
     "relu6": lambda x, a: torch.clamp(x, 0.0, 6.0),
     "hardtanh": lambda x, a: torch.clamp(x, -1.0, 1.0),
 }
+#: Binary kind -> its concrete function of the two predecessors' values.
+BINARY_FUNCTIONS = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y}
+
+
+def binary_image(kind: str, a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]):
+    """The exact image of the boxes ``a = (lo, hi)``, ``b`` under a binary kind: sums of the ends for
+    ``add``; for ``mul`` the smallest and largest of the four products of the ends (a product is
+    bilinear, so its extremes over a box are at the corners)."""
+    if kind == "add":
+        return a[0] + b[0], a[1] + b[1]
+    corners = torch.stack([a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]])
+    return corners.amin(0), corners.amax(0)
+
+
 #: The ONNX default ``alpha`` of the kinds that have one.
 DEFAULT_ALPHA = {"leakyrelu": 0.01, "elu": 1.0}
 
@@ -279,8 +297,8 @@ class Layer:
             return self.matvec(x, sample_ids) + self.bias_for(x.shape[0], x.dtype, x.device, sample_ids)
         if k in ELEMENTWISE_FUNCTIONS:
             return ELEMENTWISE_FUNCTIONS[k](inputs[0], self.alpha)
-        if k == "add":
-            return inputs[0] + inputs[1]
+        if k in BINARY_FUNCTIONS:
+            return BINARY_FUNCTIONS[k](inputs[0], inputs[1])
         if k == "maxpool":
             x = inputs[0]
             pad = torch.full((x.shape[0], 1), float("-inf"), dtype=x.dtype, device=x.device)

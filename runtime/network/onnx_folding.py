@@ -7,7 +7,8 @@ constants, and for ``Shape``/``Size`` of a perturbed value (whose shape is stati
 it), so only operators acting on the perturbed values make layers.
 
 Algorithm: one node at a time, in graph order, with ONNX's own reference implementation
-(``onnx.reference.ReferenceEvaluator`` on the single ``NodeProto``, at the model's opset), so every
+(``onnx.reference.ReferenceEvaluator`` on a one-node model at the network's opset: a bare
+``NodeProto`` would be read at the newest opset, where e.g. ``Unsqueeze``'s ``axes`` is an input), so every
 operator of the default domain folds with the specification's semantics (broadcasting, ``Slice``
 clamping, ``Gather``'s negative indices...).  One exception: ``Div`` of integers truncates towards
 zero, as ONNX Runtime computes it (``onnx.reference`` floors: ``-7 / 2`` is ``-4`` there, ``-3`` in
@@ -51,8 +52,14 @@ def fold_node(node, inputs: list, opset: int) -> list[np.ndarray]:
         if np.any(b == 0):
             raise FoldingError("integer division by zero")
         return [(np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)).astype(np.result_type(a, b))]
+    inputs_info = [onnx.helper.make_tensor_value_info(k, onnx.helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                   for k, v in feeds.items()]
+    outputs_info = [onnx.helper.make_empty_tensor_value_info(o) for o in node.output if o]
+    graph = onnx.helper.make_graph([node], "fold", inputs_info, outputs_info)
+    # a model, not the bare node: the evaluator reads the opset from it (a NodeProto gets the newest)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
     try:
-        outs = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+        outs = ReferenceEvaluator(model).run(None, feeds)
     except Exception as e:  # noqa: BLE001 - onnx.reference raises anything numpy raises
         raise FoldingError(" ".join(f"{type(e).__name__}: {e}".split())[:200]) from None
     return [_as_constant(o) for o in outs]

@@ -81,7 +81,7 @@ import torch
 from onnx import numpy_helper
 
 from cfruntime.errors import NetworkError, UnsupportedOpError
-from cfruntime.network import onnx_folding, onnx_validation
+from cfruntime.network import onnx_folding, onnx_linear_ops, onnx_products, onnx_selection, onnx_validation
 from cfruntime.network.graph import DEFAULT_ALPHA, ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
 from cfruntime.network.onnx_stages import (_compose, _Const, _CStage, _dense_rows, _DStage, _gather_rows, _GStage,
                                            _joined_conv, _Lin, _per_channel, _slice_positions)
@@ -91,10 +91,16 @@ from cfruntime.network.onnx_stages import (_compose, _Const, _CStage, _dense_row
 #: ``python -m cfmlir.tools.onnx_support`` (with which certifiers have a rule for each kind).
 _AFFINE = (("affine", ""),)
 OP_LAYER_KINDS = {
-    **{op: _AFFINE for op in ("Gemm", "MatMul", "Conv", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Mul",
+    **{op: _AFFINE for op in ("Gemm", "Conv", "Flatten", "Reshape", "Transpose", "Div",
                               "BatchNormalization", "AveragePool", "GlobalAveragePool", "Pad", "Squeeze", "Unsqueeze",
                               "Slice", "Split")},
-    "Add": (("affine", "a constant added"), ("add", "two branches (residual join)")),
+    "Add": (("affine", "a constant added; two values over one layer"), ("add", "two branches (residual join)")),
+    "Sub": (("affine", "a constant; two values over one layer"), ("add", "two branches")),
+    "Mul": (("affine", "by a constant"), ("mul", "two perturbed values")),
+    "MatMul": (("affine", "by a constant"), ("mul", "two perturbed values: products, then sums (affine)")),
+    "Pow": (("mul", "a constant integer exponent 1..64: products"),),
+    "Max": (("relu", "max(x, y) = y + relu(x - y), max(x, c) = c + relu(x - c)"), ("affine", ""), ("add", "")),
+    "Min": (("relu", "min(x, y) = x - relu(x - y), min(x, c) = c - relu(c - x)"), ("affine", ""), ("add", "")),
     "Relu": (("relu", ""),), "Sigmoid": (("sigmoid", ""),), "Tanh": (("tanh", ""),),
     "LeakyRelu": (("leakyrelu", "alpha kept"),), "Elu": (("elu", "alpha kept"),), "Softplus": (("softplus", ""),),
     "Abs": (("abs", ""),),
@@ -104,7 +110,12 @@ OP_LAYER_KINDS = {
     "Concat": (("affine", "operands over one layer"), ("add", "operands over several layers")),
     "Softmax": (), "Identity": (), "Dropout": (), "Constant": (),
     "Shape": (), "Size": (), "Cast": (),
+    **{op: (("affine", "constant indices: a selection"),) for op in onnx_selection.DATA_OPERANDS},
+    "Neg": _AFFINE, "ReduceSum": _AFFINE, "ReduceMean": _AFFINE,
+    "ConvTranspose": (("affine", "two layers: one convolution of its phases, their interleaving"),),
 }
+#: Ops converted by functions of other modules: op -> ``handler(loader, node, inputs, attributes)``.
+HANDLERS = {**onnx_selection.HANDLERS, **onnx_linear_ops.HANDLERS, **onnx_products.HANDLERS}
 #: The ONNX ops the loader supports on perturbed values; any other there is ``unsupported ONNX op
 #: '<Op>' at node '<name>'`` (all of them at once, :mod:`cfruntime.network.onnx_validation`).  On
 #: constants only, every op of ``onnx.reference`` is evaluated at load time (:mod:`.onnx_folding`).
@@ -387,18 +398,20 @@ class _Loader:
         return v.value
 
     def elementwise(self, lin: _Lin, node, scale=None, shift=None) -> _Lin:
-        n = lin.size
-        shp = lin.shape
+        """``scale * lin + shift`` for constants broadcasting with ``lin`` (``lin`` is first broadcast
+        to the common shape when a constant is larger: ``x[1, 1] + c[3]``)."""
+        consts = [np.asarray(c, dtype=np.float64) for c in (scale, shift) if c is not None]
+        try:
+            full = tuple(np.broadcast_shapes(lin.shape, *[c.shape for c in consts]))
+        except ValueError:
+            shapes = [tuple(c.shape) for c in consts]
+            raise self.unsupported(node, f"constant of shape {shapes[0]} does not broadcast to {lin.shape}") from None
+        if full != tuple(lin.shape):
+            lin = onnx_linear_ops.broadcast(self, node, lin, full)
+        n, shp = lin.size, lin.shape
 
         def bc(c):
-            c = np.asarray(c, dtype=np.float64)
-            try:
-                out_shape = np.broadcast_shapes(c.shape, shp)
-            except ValueError:
-                raise self.unsupported(node, f"constant of shape {c.shape} does not broadcast to {shp}") from None
-            if tuple(out_shape) != tuple(shp):
-                raise self.unsupported(node, f"constant of shape {c.shape} would change the shape {shp}")
-            return np.broadcast_to(c, shp).reshape(-1).copy()
+            return np.broadcast_to(np.asarray(c, dtype=np.float64), shp).reshape(-1).copy()
 
         sc = np.ones(n) if scale is None else bc(scale)
         sh = np.zeros(n) if shift is None else bc(shift)
@@ -422,8 +435,10 @@ class _Loader:
             return self.const_fold(node, ins, a)
         if op in ACTIVATION_KINDS:
             return self.op_activation(node, ins, a)
-        fn = getattr(self, "op_" + op)
-        return fn(node, ins, a)
+        handler = HANDLERS.get(op)
+        if handler is not None:
+            return handler(self, node, ins, a)
+        return getattr(self, "op_" + op)(node, ins, a)
 
     def const_fold(self, node, ins, a):
         """A node on constants only: evaluated once (:mod:`cfruntime.network.onnx_folding`)."""
@@ -510,30 +525,33 @@ class _Loader:
         return self.elementwise(self.nonlinear("hardtanh", node, unit), node, scale=half, shift=mid)
 
     def op_Add(self, node, ins, a):
+        """``x + c``: a gather stage; ``x + y`` of two perturbed values: :func:`.onnx_linear_ops.combine`
+        (one dense stage over a common layer, else an ``'add'`` layer: a residual join)."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            if x.shape != y.shape:
-                raise self.unsupported(node, f"residual Add of shapes {x.shape} and {y.shape}")
             if x is y:
                 return self.elementwise(x, node, scale=2.0)
-            px, py = self.materialize(x), self.materialize(y)
-            idx = self.add_layer("add", x.inner, [px, py], self.node_name(node))
-            return _Lin(idx, x.shape, [], x.lead)
+            return onnx_linear_ops.combine(self, node, [(x, 1.0), (y, 1.0)])
         lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
         return self.elementwise(lin, node, shift=c)
 
     def op_Sub(self, node, ins, a):
+        """``x - c``, ``c - x``: gather stages; ``x - y``: :func:`.onnx_linear_ops.combine` with -1."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            raise self.unsupported(node, "Sub of two data tensors")
+            if x is y:
+                return self.elementwise(x, node, scale=0.0)
+            return onnx_linear_ops.combine(self, node, [(x, 1.0), (y, -1.0)])
         if isinstance(x, _Lin):
             return self.elementwise(x, node, shift=-np.asarray(y.value, dtype=np.float64))
         return self.elementwise(y, node, scale=-1.0, shift=x.value)
 
     def op_Mul(self, node, ins, a):
+        """``c x``: a gather stage; ``x y`` of two perturbed values: a ``'mul'`` layer
+        (:func:`.onnx_products.product`)."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            raise self.unsupported(node, "Mul of two data tensors")
+            return onnx_products.op_Mul_variables(self, node, ins, a)
         lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
         return self.elementwise(lin, node, scale=c)
 
@@ -751,20 +769,22 @@ class _Loader:
         return self.push(x, _DStage(W, b.copy(), tuple(shape[lead:])), node, shape, lead)
 
     def op_MatMul(self, node, ins, a):
+        """``x @ W`` with a 2-D constant ``W``: one dense stage (block diagonal over several rows);
+        ``W @ x`` with a vector ``x``: one dense stage (VNN-COMP ``test`` nets); any other product with a
+        constant operand: the dense map of its basis (:func:`.onnx_linear_ops.matmul_constant`); two
+        perturbed operands: :func:`.onnx_products.op_MatMul_variables`."""
         x, w = ins
-        if isinstance(w, _Lin) and not isinstance(x, _Lin) and len(w.shape) == 1:
+        if isinstance(x, _Lin) and isinstance(w, _Lin):
+            return onnx_products.op_MatMul_variables(self, node, ins, a)
+        if isinstance(w, _Lin) and len(w.shape) == 1 and np.ndim(x.value) == 2 and np.shape(x.value)[1] == w.shape[0]:
             # constant @ vector (VNN-COMP `test` nets: W @ X_0 with X_0 of shape [n]): W x = x W^T
             Wm = np.asarray(x.value, dtype=np.float64)
-            if Wm.ndim != 2 or Wm.shape[1] != w.shape[0]:
-                raise self.unsupported(node, f"MatMul of shapes {Wm.shape} and {w.shape}")
             return self.rowwise(w, node, Wm.copy(), np.zeros(Wm.shape[0]), (Wm.shape[0],))
-        if not isinstance(x, _Lin) or isinstance(w, _Lin):
-            raise self.unsupported(node, "only data @ constant and constant @ vector are supported")
-        Wm = np.asarray(w.value, dtype=np.float64)
-        if len(x.shape) < 1 or Wm.ndim != 2 or Wm.shape[0] != x.shape[-1]:
-            raise self.unsupported(node, f"MatMul of shapes {x.shape} and {Wm.shape}")
-        shape = tuple(x.shape[:-1]) + (Wm.shape[1],)
-        return self.rowwise(x, node, Wm.T.copy(), np.zeros(_prod(shape)), shape)
+        if isinstance(x, _Lin) and len(x.shape) >= 1 and np.ndim(w.value) == 2 and np.shape(w.value)[0] == x.shape[-1]:
+            Wm = np.asarray(w.value, dtype=np.float64)
+            shape = tuple(x.shape[:-1]) + (Wm.shape[1],)
+            return self.rowwise(x, node, Wm.T.copy(), np.zeros(_prod(shape)), shape)
+        return onnx_linear_ops.matmul_constant(self, node, x, w)
 
     # -- spatial ops -----------------------------------------------------------------------------
     def spatial_params(self, node, a, in_hw, kernel):
@@ -1002,25 +1022,40 @@ class _Loader:
         # which operand and which of its (flat) elements every output element is
         ends = np.cumsum([_prod(sh) for sh in shapes])
         tokens = np.concatenate([np.arange(e - _prod(sh), e).reshape(sh) for sh, e in zip(shapes, ends)], axis=axis)
+        channels = lead == 1 and axis == 1 and rank == 4 and len(lins) == len(ins)  # NCHW channels, no constants
+        return self.join(node, ins, tokens, lead, channels)
+
+    def join(self, node, ins: list, tokens: np.ndarray, lead: int, channels: bool = False):
+        """The value whose element at each position of ``tokens`` (an array of the result's full shape)
+        is element ``tokens[pos]`` of the operands' flat elements laid end to end (operand 0's first).
+        Operands (``_Lin`` or ``_Const``) over the same layer join into one stage over it, several
+        layers are summed by ``add`` layers (see :meth:`op_Concat`); a result of constants only is a
+        constant.  Concat and every selection op (:mod:`cfruntime.network.onnx_selection`) end here."""
+        sizes = [v.size if isinstance(v, _Lin) else int(np.asarray(v.value).size) for v in ins]
+        ends = np.cumsum(sizes)
         out_shape = tuple(int(d) for d in tokens.shape)
-        tokens = tokens.reshape(-1)
+        tokens = tokens.reshape(-1).astype(np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= ends[-1]):
+            raise self.err(f"node '{self.node_name(node)}': an element outside its operands")
         part = np.searchsorted(ends, tokens, side="right")
-        local = tokens - (ends - [_prod(sh) for sh in shapes])[part]
+        local = tokens - (ends - np.asarray(sizes))[part]
+        consts = np.concatenate([np.zeros(n) if isinstance(v, _Lin) else np.asarray(v.value, np.float64).reshape(-1)
+                                 for v, n in zip(ins, sizes)])[tokens]
+        used = set(np.unique(part).tolist())
+        if not any(isinstance(v, _Lin) and i in used for i, v in enumerate(ins)):
+            return _Const(consts.reshape(out_shape))
         # every operand from the input as (layer, pending stage over it)
         maps: dict[int, tuple[int, object]] = {}
         for i, v in enumerate(ins):
-            if isinstance(v, _Lin):
+            if isinstance(v, _Lin) and i in used:
                 if len(v.stages) == 1:
                     maps[i] = (v.src, v.stages[0])
                 else:
                     src = v.src if not v.stages else self.materialize(v)
                     n = self.layers[src].size
                     maps[i] = (src, _GStage(np.arange(n), np.ones(n), np.zeros(n), n, tuple(self.layers[src].shape)))
-        consts = np.concatenate([np.zeros(_prod(sh)) if isinstance(v, _Lin) else np.asarray(v.value, np.float64).reshape(-1)
-                                 for v, sh in zip(ins, shapes)])[tokens]
         sources = list(dict.fromkeys(src for src, _ in maps.values()))
         inner = out_shape[lead:]
-        channels = lead == 1 and axis == 1 and rank == 4 and len(lins) == len(ins)  # NCHW channels, no constants
         joined = [self.concat_stage(node, [(i, st) for i, (src, st) in maps.items() if src == s], part, local,
                                     consts if k == 0 else np.zeros_like(consts), inner, channels)
                   for k, s in enumerate(sources)]

@@ -10,7 +10,7 @@ from cfmlir.tools import onnx_support
 from cfruntime import contract
 from cfruntime.network import LAYER_KINDS, network_from_model
 from cfruntime.network.builders import LAYER_OP_MODELS, layer_op_model
-from cfruntime.network.onnx_loader import ACTIVATION_KINDS, OP_LAYER_KINDS, SUPPORTED_OPS, _Loader
+from cfruntime.network.onnx_loader import ACTIVATION_KINDS, HANDLERS, OP_LAYER_KINDS, SUPPORTED_OPS, _Loader
 from cftest.onnx_reference import REPO_ROOT
 
 BEGIN, END = "<!-- onnx-support-table: begin", "<!-- onnx-support-table: end -->"
@@ -26,7 +26,7 @@ def test_docs_table_is_the_generated_one():
 
 def test_op_table_covers_the_loader_and_the_contract():
     for op in SUPPORTED_OPS:  # every op in the table has a conversion
-        assert op in ACTIVATION_KINDS or op in ("Softmax", "Constant") or hasattr(_Loader, "op_" + op), op
+        assert op in ACTIVATION_KINDS or op in ("Softmax", "Constant") or op in HANDLERS or hasattr(_Loader, "op_" + op), op
     kinds = {kind for rows in OP_LAYER_KINDS.values() for kind, _ in rows}
     assert kinds <= set(LAYER_KINDS) and kinds <= set(contract.OPERATOR_OF_KIND)
     assert set(contract.OPERATOR_OF_KIND) == set(LAYER_KINDS) - {"input"}  # every kind the loader makes has a rule name

@@ -109,3 +109,11 @@ def test_a_failing_constant_node_is_one_line():
         network_from_model(model)
     assert str(ei.value).startswith("error: <model>: ") and "\n" not in str(ei.value) and "rs_w" in str(ei.value)
 
+
+
+def test_constants_fold_at_the_models_opset():
+    """``Unsqueeze`` with an ``axes`` attribute (opset 11; an input from 13) folds as opset 11 says."""
+    nodes = [helper.make_node("Unsqueeze", ["w"], ["w2"], axes=[0], name="unsq_w"),
+             helper.make_node("Add", ["input", "w2"], ["output"], name="add")]
+    net = equals_ort(make_model(nodes, {"w": np.arange(3, dtype=np.float32)}, (3,), opset=11))
+    assert [l.kind for l in net.layers] == ["input", "affine"]
