@@ -11,6 +11,7 @@ Relu        ``prev = p``                           ``y = max(x, 0)``
 Sigmoid     ``prev = p``                           ``y = sigmoid(x)`` (see nonlinear)
 Tanh        ``prev = p``                           ``y = tanh(x)``
 Neuron_add  ``prev_0, prev_1``, ``prev = [both]``  ``y = x_0 + x_1``
+Neuron_mult ``prev_0, prev_1``, ``prev = [both]``  ``y = x_0 x_1`` (polynomial: exact)
 Maxpool     ``prev = [p_1..p_K]``                  ``y = max_i x_i``
 LeakyRelu   ``prev = p``, ``alpha`` (any real)      ``y = x`` (x >= 0), ``alpha x``
 Abs         ``prev = p``                           ``y = |x|``
@@ -86,7 +87,13 @@ def concrete_value(op: str, x: float, alpha: float = 0.0) -> float:
     return _FLOAT[op](x, alpha)
 
 
-OPERATORS = ("Affine", "Neuron_add", "Maxpool") + tuple(UNARY)
+#: Operators of two neurons -> their output ``(x_0, x_1) -> y``, for z3 terms and exact rationals alike.
+BINARY = {
+    "Neuron_add": lambda a, b: a + b,
+    "Neuron_mult": lambda a, b: a * b,
+}
+
+OPERATORS = ("Affine", "Maxpool") + tuple(BINARY) + tuple(UNARY)
 
 
 def bind(op: str, world: World, nl: Nonlinear):
@@ -112,10 +119,10 @@ def bind(op: str, world: World, nl: Nonlinear):
         env["prev"] = p
         alpha = world.meta(curr, "alpha") if op in WITH_ALPHA else None
         y = UNARY[op](p.value, alpha, nl)
-    elif op == "Neuron_add":
+    elif op in BINARY:
         a, b = world.neuron("p0", 1), world.neuron("p1", 1)
         env.update(prev=[a, b], prev_0=a, prev_1=b)
-        y = a.value + b.value
+        y = BINARY[op](a.value, b.value)
     else:
         raise KeyError(op)
     return env, curr, y
