@@ -16,7 +16,9 @@ column counts the instances that splitting decided.
 
 ``--reference DIR`` compares the verdicts with other verifiers' answers: every ``*.csv`` of ``DIR``
 in the competition's results format (``benchmark,onnx,vnnlib,prepare_s,result,run_s``, ``holds``/
-``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``).  An
+``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``), or,
+when ``DIR`` has none, every ``TOOL/YEAR_BENCHMARK/results.csv`` below it (the layout of 2022 on, e.g.
+``ChristopherBrix/vnncomp2024_results``: one folder per tool, one per benchmark, same columns).  An
 instance's reference is the majority of the tools that decided it (none on a tie); the ``vs ref``
 column is ``agree/disagree`` over the instances both decided, each disagreement listed in the JSON.
 """
@@ -78,11 +80,18 @@ def _key(benchmark: str, onnx: str, vnnlib: str) -> tuple[str, str, str]:
 _REFERENCE = {"holds": "unsat", "unsat": "unsat", "violated": "sat", "sat": "sat"}
 
 
+def result_files(folder: str) -> list[Path]:
+    """The results CSVs of ``folder``: its own ``*.csv`` (2021), else ``TOOL/YEAR_BENCHMARK/results.csv``
+    below it (2022 on)."""
+    files = sorted(Path(folder).glob("*.csv"))
+    return files or sorted(Path(folder).glob("*/*/results.csv"))
+
+
 def reference_verdicts(folder: str) -> dict:
     """``{instance key: Counter(unsat=n, sat=m)}`` over every results CSV of ``folder`` (see the module docstring)."""
-    files = sorted(Path(folder).glob("*.csv"))
+    files = result_files(folder)
     if not files:
-        raise SystemExit(f"error: {folder}: no results CSV in it")
+        raise SystemExit(f"error: {folder}: no results CSV in it (neither *.csv nor TOOL/YEAR_BENCHMARK/results.csv)")
     out: dict = {}
     for f in files:
         for row in csv.reader(f.read_text(errors="replace").splitlines()):

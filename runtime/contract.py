@@ -69,6 +69,12 @@ OPERATOR_OF_KIND = {
     "maxpool": "Maxpool",
     "add": "Neuron_add",
     "mul": "Neuron_mult",
+    "sign": "Sign",
+    "floor": "Floor",
+    "sin": "Sin",
+    "cos": "Cos",
+    "exp": "Exp",
+    "reciprocal": "Reciprocal",
 }
 #: The layer kinds whose rule reads two predecessors (``prev_0``, ``prev_1``, ``prev = [both]``).
 BINARY_KINDS = ("add", "mul")

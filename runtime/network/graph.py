@@ -30,7 +30,9 @@ Layer kinds
 ``'relu6'``, ``'hardtanh'``
                elementwise of the single predecessor (same size; the shape may
                differ by a reshape); :data:`ELEMENTWISE_FUNCTIONS` gives each
-               one's concrete function.  ``layer.alpha`` is LeakyRelu's slope
+               one's concrete function.  Issue 27 added ``'sign'`` (-1, 0, 1),
+               ``'floor'``, ``'sin'``, ``'cos'``, ``'exp'`` and ``'reciprocal'``
+               (``1/x``; a Softmax is ``1 / sum_j exp(x_j - x_i)``).  ``layer.alpha`` is LeakyRelu's slope
                for ``x < 0`` and Elu's ``alpha`` (``alpha * (exp(x) - 1)`` for
                ``x < 0``), None for the other kinds.  ``relu6`` is
                ``min(max(x, 0), 6)``, ``hardtanh`` is ``min(max(x, -1), 1)``,
@@ -49,6 +51,7 @@ All weights are stored in float64; evaluation runs in the dtype of the input
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -58,7 +61,8 @@ import torch.nn.functional as F
 from cfruntime.errors import PropertyError
 
 AFFINE_KINDS = ("dense", "conv", "gather")
-ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh")
+ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh", "sign", "floor",
+                     "sin", "cos", "exp", "reciprocal")
 BINARY_KINDS = ("add", "mul")
 LAYER_KINDS = ("input", "affine", "maxpool") + BINARY_KINDS + ELEMENTWISE_KINDS
 
@@ -74,7 +78,15 @@ ELEMENTWISE_FUNCTIONS = {
     "abs": lambda x, a: torch.abs(x),
     "relu6": lambda x, a: torch.clamp(x, 0.0, 6.0),
     "hardtanh": lambda x, a: torch.clamp(x, -1.0, 1.0),
+    "sign": lambda x, a: torch.sign(x),
+    "floor": lambda x, a: torch.floor(x),
+    "sin": lambda x, a: torch.sin(x),
+    "cos": lambda x, a: torch.cos(x),
+    "exp": lambda x, a: torch.exp(x),
+    "reciprocal": lambda x, a: torch.reciprocal(x),
 }
+#: Periodic kinds -> (the phase of a maximum, of a minimum): ``f(p + 2 pi k)`` is ``1``, ``-1``.
+PERIODIC_EXTREMES = {"sin": (math.pi / 2, -math.pi / 2), "cos": (0.0, math.pi)}
 #: Binary kind -> its concrete function of the two predecessors' values.
 BINARY_FUNCTIONS = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y}
 
@@ -103,7 +115,22 @@ def elementwise_image(kind: str, alpha: float | None, lo: torch.Tensor, hi: torc
     if kind == "abs" or (kind in DEFAULT_ALPHA and alpha is not None and alpha < 0):
         low = torch.where((lo < 0) & (hi > 0), torch.zeros_like(fl), torch.minimum(fl, fh))
         return low, torch.maximum(fl, fh)
+    if kind in PERIODIC_EXTREMES:  # 1 (-1) where a maximum (minimum) lies in [lo, hi], else the ends
+        peak, trough = PERIODIC_EXTREMES[kind]
+        up = torch.where(_contains_phase(lo, hi, peak), torch.ones_like(fl), torch.maximum(fl, fh))
+        down = torch.where(_contains_phase(lo, hi, trough), -torch.ones_like(fl), torch.minimum(fl, fh))
+        return down, up
+    if kind == "reciprocal":  # decreasing on each side of 0; unbounded across it
+        across = (lo <= 0) & (hi >= 0)
+        inf = torch.full_like(fl, math.inf)
+        return torch.where(across, -inf, fh), torch.where(across, inf, fl)
     return fl, fh
+
+
+def _contains_phase(lo: torch.Tensor, hi: torch.Tensor, p: float) -> torch.Tensor:
+    """Whether some ``p + 2 pi k`` lies in ``[lo, hi]``."""
+    tau = 2 * math.pi
+    return p + tau * torch.floor((hi - p) / tau) >= lo
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -348,6 +375,9 @@ class Network:
         self.input_name = input_name
         self.margin = margin  # C used by with_margin_layer, else None
         self.margin_folded = margin_folded
+        #: the ONNX model's Softmax at the output was dropped (its bounds are on the logits): exact for
+        #: properties that only compare outputs (:meth:`VnnlibProperty.compares_outputs_only`)
+        self.output_softmax_dropped = False
         off = 0
         for i, layer in enumerate(layers):
             if layer.index != i:

@@ -91,7 +91,7 @@ from cfruntime.network.onnx_stages import (_compose, _Const, _CStage, _dense_row
 #: ``python -m cfmlir.tools.onnx_support`` (with which certifiers have a rule for each kind).
 _AFFINE = (("affine", ""),)
 OP_LAYER_KINDS = {
-    **{op: _AFFINE for op in ("Gemm", "Conv", "Flatten", "Reshape", "Transpose", "Div",
+    **{op: _AFFINE for op in ("Gemm", "Conv", "Flatten", "Reshape", "Transpose",
                               "BatchNormalization", "AveragePool", "GlobalAveragePool", "Pad", "Squeeze", "Unsqueeze",
                               "Slice", "Split")},
     "Add": (("affine", "a constant added; two values over one layer"), ("add", "two branches (residual join)")),
@@ -99,16 +99,20 @@ OP_LAYER_KINDS = {
     "Mul": (("affine", "by a constant"), ("mul", "two perturbed values")),
     "MatMul": (("affine", "by a constant"), ("mul", "two perturbed values: products, then sums (affine)")),
     "Pow": (("mul", "a constant integer exponent 1..64: products"),),
+    "Div": (("affine", "by a constant"), ("reciprocal", "by a perturbed value: x * (1/y)"), ("mul", "")),
     "Max": (("relu", "max(x, y) = y + relu(x - y), max(x, c) = c + relu(x - c)"), ("affine", ""), ("add", "")),
     "Min": (("relu", "min(x, y) = x - relu(x - y), min(x, c) = c - relu(c - x)"), ("affine", ""), ("add", "")),
     "Relu": (("relu", ""),), "Sigmoid": (("sigmoid", ""),), "Tanh": (("tanh", ""),),
     "LeakyRelu": (("leakyrelu", "alpha kept"),), "Elu": (("elu", "alpha kept"),), "Softplus": (("softplus", ""),),
     "Abs": (("abs", ""),),
+    "Sign": (("sign", ""),), "Floor": (("floor", ""),), "Sin": (("sin", ""),), "Cos": (("cos", ""),),
+    "Exp": (("exp", ""),), "Reciprocal": (("reciprocal", ""),),
     "Clip": (("relu6", "min 0, max 6"), ("hardtanh", "min -1, max 1; other two bounds between affine layers"),
              ("relu", "min 0 alone; one other bound between affine layers")),
     "MaxPool": (("maxpool", ""),),
     "Concat": (("affine", "operands over one layer"), ("add", "operands over several layers")),
-    "Softmax": (), "Identity": (), "Dropout": (), "Constant": (),
+    "Softmax": (("exp", "not at the output (there it is dropped): 1 / sum_j exp(x_j - x_i)"), ("affine", ""), ("reciprocal", "")),
+    "Identity": (), "Dropout": (), "Constant": (),
     "Shape": (), "Size": (), "Cast": (),
     **{op: (("affine", "constant indices: a selection"),) for op in onnx_selection.DATA_OPERANDS},
     "Neg": _AFFINE, "ReduceSum": _AFFINE, "ReduceMean": _AFFINE,
@@ -123,7 +127,8 @@ SUPPORTED_OPS = frozenset(OP_LAYER_KINDS)
 
 #: ONNX elementwise activation -> layer kind (one layer each; LeakyRelu and Elu carry ``alpha``).
 ACTIVATION_KINDS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu": "leakyrelu", "Elu": "elu",
-                    "Softplus": "softplus", "Abs": "abs"}
+                    "Softplus": "softplus", "Abs": "abs", "Sign": "sign", "Floor": "floor", "Sin": "sin", "Cos": "cos",
+                    "Exp": "exp", "Reciprocal": "reciprocal"}
 #: Clip(min, max) bounds that are a layer kind of their own (any other Clip is built from relu or
 #: hardtanh and affine layers, see ``_Loader.op_Clip``).
 CLIP_KINDS = {(0.0, 6.0): "relu6", (-1.0, 1.0): "hardtanh", (0.0, None): "relu"}
@@ -134,14 +139,17 @@ _NO_BOUND = 3.4e38
 # ---------------------------------------------------------------------------------------------
 # loader
 # ---------------------------------------------------------------------------------------------
-def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
-    """Load an ONNX file into a :class:`Network` (see module docstring)."""
+def load_onnx(path: str | Path, *, hwc_flatten: bool = False, keep_output_softmax: bool = False) -> Network:
+    """Load an ONNX file into a :class:`Network` (see module docstring).  A Softmax at the output is
+    dropped (``network.output_softmax_dropped``; exact for properties comparing outputs) unless
+    ``keep_output_softmax``."""
     path = Path(path)
     checked = _CHECKED.pop(_file_key(path), None)
     if checked is not None:  # check_file read and checked this very file: convert what it read
-        return _Loader(checked, str(path), hwc_flatten, checked_input=True).run()
+        return _Loader(checked, str(path), hwc_flatten, checked_input=True, keep_output_softmax=keep_output_softmax).run()
     model, raw = read_model(path)
-    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten, raw=raw)
+    return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten, raw=raw,
+                              keep_output_softmax=keep_output_softmax)
 
 
 #: The model :func:`check_file` read last, for the :func:`load_onnx` of the same file that follows.
@@ -187,9 +195,9 @@ def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | str]:
 
 
 def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False,
-                       raw: bytes | str | None = None) -> Network:
+                       raw: bytes | str | None = None, keep_output_softmax: bool = False) -> Network:
     """Convert an in-memory ONNX ``ModelProto`` (``raw``: its serialised bytes, when at hand)."""
-    return _Loader(model, source, hwc_flatten, raw).run()
+    return _Loader(model, source, hwc_flatten, raw, keep_output_softmax=keep_output_softmax).run()
 
 
 def check_model(model: onnx.ModelProto, source: str, raw: bytes | str | None = None):
@@ -216,10 +224,12 @@ def _attrs(node) -> dict:
 
 
 class _Loader:
-    def __init__(self, model, source, hwc_flatten, raw=None, checked_input: bool = False):
+    def __init__(self, model, source, hwc_flatten, raw=None, checked_input: bool = False, keep_output_softmax: bool = False):
         self.model = model
         self.raw = raw
         self.checked = checked_input
+        self.keep_output_softmax = keep_output_softmax
+        self.output_softmax_dropped = False
         self.opset = onnx_validation.default_opset(model) or onnx.defs.onnx_opset_version()
         self.source = source
         self.hwc_flatten = hwc_flatten
@@ -277,7 +287,9 @@ class _Loader:
         last = self.materialize(out)
         if last != len(self.layers) - 1 or last == 0:
             raise self.err("the graph output is not a layer computed from the input")
-        return Network(self.layers, source=self.source, notices=self.notices, input_name=inp.name)
+        net = Network(self.layers, source=self.source, notices=self.notices, input_name=inp.name)
+        net.output_softmax_dropped = self.output_softmax_dropped
+        return net
 
     def input_shape(self, inp) -> tuple[tuple, int]:
         """The data input's ONNX shape for one sample and ``lead`` (1 if its first dimension is the
@@ -314,9 +326,18 @@ class _Loader:
         return 1 if len(shape) >= 2 and shape[0] == 1 else 0
 
     def softmax(self, node, out_name):
-        if node.output[0] != out_name:
-            raise self.unsupported(node, "Softmax is only supported as the last node")
+        """A Softmax at the output is dropped (bounds on the logits: exact for properties that compare
+        outputs, ``softmax(x)_i >= softmax(x)_j`` iff ``x_i >= x_j``), unless ``keep_output_softmax``;
+        anywhere else (or kept) it is built from exp and reciprocal layers (:mod:`.onnx_products`)."""
+        if node.output[0] != out_name or self.keep_output_softmax:
+            ins = [self.values[i] if i else None for i in node.input]
+            if not isinstance(ins[0], _Lin):
+                self.values[node.output[0]] = self.const_fold(node, ins, _attrs(node))
+            else:
+                self.values[node.output[0]] = onnx_products.op_Softmax(self, node, ins, _attrs(node))
+            return
         self.notices.append(f"Softmax at the output (node '{self.node_name(node)}') dropped: bounds are on the logits")
+        self.output_softmax_dropped = True
         self.values[node.output[0]] = self.values[node.input[0]]
 
     # -- layer creation ----------------------------------------------------------------------
@@ -556,9 +577,10 @@ class _Loader:
         return self.elementwise(lin, node, scale=c)
 
     def op_Div(self, node, ins, a):
+        """``x / c``: a gather stage; by a perturbed value: :func:`.onnx_products.op_Div_variables`."""
         x, y = ins
-        if not isinstance(x, _Lin) or isinstance(y, _Lin):
-            raise self.unsupported(node, "Div is only supported as data / constant")
+        if isinstance(y, _Lin):
+            return onnx_products.op_Div_variables(self, node, ins, a)
         c = np.asarray(y.value, dtype=np.float64)
         if np.any(c == 0):
             raise self.err(f"division by zero in node '{self.node_name(node)}'")

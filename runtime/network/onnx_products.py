@@ -8,6 +8,14 @@
   ``[.., i, j, k]`` (a selection each), one ``'mul'`` layer, and a dense stage summing over ``k``.
 * ``Pow`` with a constant positive integer exponent: binary powering by ``'mul'`` layers
   (``x^5 = (x^2)^2 x``); exponent 1 is ``x``.
+* ``Div`` by a perturbed value: ``x / y = x * (1/y)``, a ``'reciprocal'`` layer (its bounds are
+  infinite where ``y``'s interval contains 0: the network divides by zero there) and a product
+  (``c / y``: the reciprocal scaled).
+* ``Softmax`` not at the output (:func:`op_Softmax`): ``softmax(x)_i = 1 / sum_j exp(x_j - x_i)``,
+  so the differences are one affine map of ``x``, then an ``'exp'`` layer, a sum (affine) and a
+  ``'reciprocal'`` layer.  The term ``j = i`` is ``exp(0) = 1`` exactly (a zero row), so the
+  denominator is at least 1 in every certifier whose Exp lower line stays non-negative.  ONNX's
+  groups: from opset 13 the one axis, before it every axis from ``axis`` on.
 * ``Max``/``Min`` of values (variadic, constants allowed): pairwise, ``max(x, y) = y + relu(x - y)``
   and ``min(x, y) = x - relu(x - y)`` (exact; the difference and the sum are
   :func:`cfruntime.network.onnx_linear_ops.combine`), ``max(x, c) = c + relu(x - c)``.
@@ -116,6 +124,44 @@ def _max_min_const(ld, node, x: _Lin, c: np.ndarray) -> _Lin:
         return ld.elementwise(ld.nonlinear("relu", node, ld.elementwise(x, node, shift=-c)), node, shift=c)
     return ld.elementwise(ld.nonlinear("relu", node, ld.elementwise(x, node, scale=-1.0, shift=c)), node, scale=-1.0,
                           shift=c)
+
+
+def op_Div_variables(ld, node, ins, a):
+    """``x / y`` with ``y`` perturbed: # ``x / y = x * (1/y)``."""
+    x, y = ins
+    r = ld.nonlinear("reciprocal", node, y)
+    if isinstance(x, _Lin):
+        return product(ld, node, x, r)
+    return ld.elementwise(r, node, scale=np.asarray(x.value, dtype=np.float64))
+
+
+def op_Softmax(ld, node, ins, a):
+    """Softmax of a perturbed value anywhere but at the output (module docstring):
+    # ``softmax(x)_i = 1 / sum_j exp(x_j - x_i)``."""
+    x = ins[0]
+    rank, shape = len(x.shape), tuple(x.shape)
+    axis = int(a.get("axis", -1 if ld.opset >= 13 else 1))
+    axis = axis + rank if axis < 0 else axis
+    if not 0 <= axis < rank or (x.lead == 1 and axis == 0):
+        raise ld.unsupported(node, f"Softmax over axis {a.get('axis')} of a value of shape {list(shape)}")
+    idx = np.arange(x.size).reshape(shape)
+    groups = np.moveaxis(idx, axis, -1).reshape(-1, shape[axis]) if ld.opset >= 13 else \
+        idx.reshape(_prod(shape[:axis]), _prod(shape[axis:]))
+    R, n = groups.shape
+    lead = x.lead
+    full = (1,) * lead + (R, n, n)
+    if R * n * n > onnx_linear_ops.DENSE_LIMIT // max(1, x.size):
+        raise ld.unsupported(node, f"a Softmax of {R} groups of {n} (too large to unroll)")
+    xj = ld.reindex(x, node, groups[:, None, :].repeat(n, axis=1).reshape(full), full, lead)  # x_j at (r, i, j)
+    xi = ld.reindex(x, node, groups[:, :, None].repeat(n, axis=2).reshape(full), full, lead)  # x_i at (r, i, j)
+    e = ld.nonlinear("exp", node, onnx_linear_ops.combine(ld, node, [(xj, 1.0), (xi, -1.0)]))
+    sums = (1,) * lead + (R, n)
+    W = np.kron(np.eye(R * n), np.ones((1, n)))  # (# s_{r, i} = sum_j e_{r, i, j})
+    s = ld.push(e, _DStage(W, np.zeros(R * n), sums[lead:]), node, sums, lead)
+    p = ld.nonlinear("reciprocal", node, s)
+    order = np.empty(x.size, dtype=np.int64)
+    order[groups.reshape(-1)] = np.arange(x.size)  # where each element of x went
+    return ld.reindex(p, node, order.reshape(shape), shape, lead)
 
 
 #: op -> handler, read by the loader's dispatch.

@@ -173,3 +173,11 @@ def test_conv_transpose_then_batchnorm_relu_is_the_cgan_block():
     inits = {"K": f32(4, 3, 4, 4), "B": f32(3), "g": f32(3), "b": f32(3), "m": f32(3), "v": np.abs(f32(3)) + 0.5}
     net = matches_ort(make_model(nodes, inits, (4, 2, 2), output_rank=4))
     assert kinds(net) == ["input", "affine", "affine", "relu"]
+
+
+@pytest.mark.parametrize("op", ["Sign", "Floor", "Sin", "Cos", "Exp", "Reciprocal"])
+def test_issue27_elementwise_ops_are_one_layer_each(op):
+    nodes = [helper.make_node("Gemm", ["input", "W"], ["h"], transB=1, name="fc"),
+             helper.make_node(op, ["h"], ["output"], name=op.lower())]
+    net = matches_ort(make_model(nodes, {"W": f32(5, 3)}, (3,)), spread=3.0, tol=1e-5)
+    assert [l.kind for l in net.layers] == ["input", "affine", op.lower()]

@@ -74,3 +74,25 @@ def test_min_of_two_slices_of_one_layer():
     net = matches_ort(make_model(nodes, {}, (6,), opset=13))
     assert [(l.kind, l.linear_kind) for l in net.layers[1:]] == [
         ("affine", "dense"), ("relu", None), ("affine", "gather"), ("affine", "gather"), ("add", None)]
+
+
+def test_division_by_a_value_is_a_reciprocal_and_a_product():
+    nodes = [helper.make_node("Sigmoid", ["input"], ["s"], name="sig"),
+             helper.make_node("Add", ["s", "one"], ["d"], name="plus1"),
+             helper.make_node("Div", ["input", "d"], ["q"], name="div"),
+             helper.make_node("Div", ["two", "d"], ["r"], name="div2"),
+             helper.make_node("Add", ["q", "r"], ["output"], name="add")]
+    net = matches_ort(make_model(nodes, {"one": np.float32(1.0), "two": np.float32(2.0)}, (4,)), tol=1e-5)
+    assert kinds(net).count("reciprocal") == 2 and kinds(net).count("mul") == 1
+
+
+@pytest.mark.parametrize("opset,axis,shape", [(13, -1, (2, 3)), (13, 1, (3, 2)), (11, 1, (2, 3)), (11, 2, (2, 2, 3))])
+def test_softmax_inside_the_network(opset, axis, shape):
+    """``softmax(x) W``: ``1 / sum_j exp(x_j - x_i)`` per group (opset 13: one axis; before: every axis
+    from ``axis`` on), equal to onnxruntime."""
+    n = int(np.prod(shape))
+    nodes = [helper.make_node("Softmax", ["input"], ["p"], axis=axis, name="softmax"),
+             helper.make_node("Flatten", ["p"], ["f"], axis=1, name="flat"),
+             helper.make_node("Gemm", ["f", "W"], ["output"], transB=1, name="fc")]
+    net = matches_ort(make_model(nodes, {"W": f32(3, n)}, shape, opset=opset), spread=3.0, tol=1e-5)
+    assert kinds(net).count("exp") == 1 and kinds(net).count("reciprocal") == 1
