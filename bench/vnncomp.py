@@ -16,9 +16,16 @@ column counts the instances that splitting decided.
 
 ``--reference DIR`` compares the verdicts with other verifiers' answers: every ``*.csv`` of ``DIR``
 in the competition's results format (``benchmark,onnx,vnnlib,prepare_s,result,run_s``, ``holds``/
-``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``).  An
+``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``), or,
+when ``DIR`` has none, every ``TOOL/YEAR_BENCHMARK/results.csv`` below it (the layout of 2022 on, e.g.
+``ChristopherBrix/vnncomp2024_results``: one folder per tool, one per benchmark, same columns).  An
 instance's reference is the majority of the tools that decided it (none on a tie); the ``vs ref``
 column is ``agree/disagree`` over the instances both decided, each disagreement listed in the JSON.
+
+``--coverage`` runs nothing: it loads every network each benchmark's CSV names and prints, as a
+Markdown table, which shipped certifiers have a rule for every layer kind those networks make (``✓``,
+else the missing rules), or why a network does not load (a file missing from the checkout, an
+unsupported op) -- the benchmark x certifier table of ``docs/vnncomp.md``.
 """
 
 from __future__ import annotations
@@ -78,11 +85,18 @@ def _key(benchmark: str, onnx: str, vnnlib: str) -> tuple[str, str, str]:
 _REFERENCE = {"holds": "unsat", "unsat": "unsat", "violated": "sat", "sat": "sat"}
 
 
+def result_files(folder: str) -> list[Path]:
+    """The results CSVs of ``folder``: its own ``*.csv`` (2021), else ``TOOL/YEAR_BENCHMARK/results.csv``
+    below it (2022 on)."""
+    files = sorted(Path(folder).glob("*.csv"))
+    return files or sorted(Path(folder).glob("*/*/results.csv"))
+
+
 def reference_verdicts(folder: str) -> dict:
     """``{instance key: Counter(unsat=n, sat=m)}`` over every results CSV of ``folder`` (see the module docstring)."""
-    files = sorted(Path(folder).glob("*.csv"))
+    files = result_files(folder)
     if not files:
-        raise SystemExit(f"error: {folder}: no results CSV in it")
+        raise SystemExit(f"error: {folder}: no results CSV in it (neither *.csv nor TOOL/YEAR_BENCHMARK/results.csv)")
     out: dict = {}
     for f in files:
         for row in csv.reader(f.read_text(errors="replace").splitlines()):
@@ -127,6 +141,54 @@ def run_benchmark(folder: Path, args) -> dict:
             "instances_s": d["times"]["instances_s"], "startup_s": d["times"]["startup_s"], "rows": rows}
 
 
+def coverage(folder: Path) -> dict:
+    """``{"benchmark", "networks", "loaded", "kinds", "problems", "rules": {certifier: missing rules}}``
+    for one benchmark folder (see ``--coverage``)."""
+    from cfmlir.tools.onnx_support import CERTIFIER_FILES, certifier_rules
+    from cfruntime.contract import OPERATOR_OF_KIND
+    from cfruntime.gzio import existing
+    from cfruntime.errors import UserError
+    from cfruntime.network import load_onnx
+
+    csv_path = instances_csv(folder)
+    nets = sorted({row[0].strip() for row in csv.reader(csv_path.read_text().splitlines()) if row and not row[0].startswith("#")})
+    kinds, problems, loaded = set(), Counter(), 0
+    for name in nets:
+        path = existing(csv_path.parent / name)
+        if not path.is_file():
+            problems["file missing from the checkout"] += 1
+            continue
+        try:
+            net = load_onnx(path)
+        except UserError as e:
+            problems[reason(str(e))] += 1
+            continue
+        except Exception as e:  # noqa: BLE001 - a protobuf decode error (an LFS pointer) and the like
+            problems[f"cannot read ({type(e).__name__})"] += 1
+            continue
+        loaded += 1
+        kinds |= {layer.kind for layer in net.layers[1:]}
+    needed = {OPERATOR_OF_KIND[k] for k in kinds}
+    rules = {c: sorted(needed - certifier_rules(c)) for c in CERTIFIER_FILES}
+    return {"benchmark": folder.name, "networks": len(nets), "loaded": loaded, "kinds": sorted(kinds),
+            "problems": dict(problems), "rules": rules}
+
+
+def coverage_table(rows: list[dict]) -> str:
+    """The ``--coverage`` rows as a Markdown table."""
+    from cfmlir.tools.onnx_support import CERTIFIER_FILES
+
+    head = ["benchmark", "networks loaded", "layer kinds", *CERTIFIER_FILES, "not loaded"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        kinds = ", ".join(k for k in r["kinds"] if k != "affine") or "affine"
+        marks = [("–" if not r["loaded"] else ("✓" if not r["rules"][c] else "no " + ", ".join(r["rules"][c])))
+                 for c in CERTIFIER_FILES]
+        why = "; ".join(f"{n}x {k}" for k, n in r["problems"].items())
+        lines.append(f"| {r['benchmark']} | {r['loaded']}/{r['networks']} | {kinds} | " + " | ".join(marks) + f" | {why} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="+")
@@ -137,7 +199,14 @@ def main() -> int:
     ap.add_argument("--split", default="auto", choices=("auto", "on", "off"))
     ap.add_argument("--reference", default=None, metavar="DIR", help="other verifiers' results CSVs to compare with")
     ap.add_argument("--out", default="bench/results/vnncomp.json")
+    ap.add_argument("--coverage", action="store_true", help="load the networks only: the benchmark x certifier table")
     args = ap.parse_args()
+    if args.coverage:
+        rows = [coverage(folder) for folder in benchmarks(args.dirs)]
+        print(coverage_table(rows))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"coverage": rows}, indent=1) + "\n")
+        return 0
     reference = reference_verdicts(args.reference) if args.reference else None
     results = []
     print(f"{'benchmark':24} {'inst':>5} {'analysed':>8} {'unsat':>5} {'sat':>4} {'unknown':>7} {'timeout':>7} "

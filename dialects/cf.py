@@ -978,10 +978,52 @@ class LogOp(BuiltinOp):
     traits = traits_def(Pure())
 
 
+@irdl_op_definition
+class SinOp(BuiltinOp):
+    """``sin(x)`` (radians).
+
+    Example::
+
+        %1 = cf.sin %0 : (!cf.float) -> !cf.float
+    """
+
+    name = "cf.sin"
+    BUILTIN: ClassVar[str] = "sin"
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class CosOp(BuiltinOp):
+    """``cos(x)`` (radians).
+
+    Example::
+
+        %1 = cf.cos %0 : (!cf.float) -> !cf.float
+    """
+
+    name = "cf.cos"
+    BUILTIN: ClassVar[str] = "cos"
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class FloorOp(BuiltinOp):
+    """``floor(x)``, the largest integer not above ``x`` (Int stays Int).
+
+    Example::
+
+        %1 = cf.floor %0 : (!cf.float) -> !cf.float
+    """
+
+    name = "cf.floor"
+    BUILTIN: ClassVar[str] = "floor"
+    traits = traits_def(Pure())
+
+
 BUILTIN_OPS: dict[str, type[BuiltinOp]] = {
     c.BUILTIN: c
     for c in (MaxOp, MinOp, SumOp, AvgOp, LenOp, ArgmaxOp, ArgminOp, ConcatOp, MapListOp, SigmoidOp, TanhOp, ExpOp, LogOp,
-              AbsOp)
+              AbsOp, SinOp, CosOp, FloorOp)
 }
 
 

@@ -68,7 +68,7 @@ class TypingError(Exception):
 #: Network operators a transformer can give rules for (canonical spellings), by the neurons they
 #: read.  Each also exists as ``rev_<Op>`` for backward flows.
 UNARY_OPERATORS = ("Relu", "Sigmoid", "Tanh", "Abs", "Relu6", "HardTanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Elu",
-                   "Softplus")
+                   "Softplus", "Sign", "Floor", "Sin", "Cos", "Exp", "Reciprocal")
 LIST_OPERATORS = ("Affine", "Maxpool", "Minpool", "Avgpool")
 BINARY_NEURON_OPERATORS = ("Neuron_add", "Neuron_mult", "Neuron_max", "Neuron_min")
 FORWARD_OPERATORS = LIST_OPERATORS + UNARY_OPERATORS + BINARY_NEURON_OPERATORS
@@ -90,6 +90,9 @@ BUILTIN_ARITIES: dict[str, tuple[int, ...]] = {
     "exp": (1,),
     "abs": (1,),
     "log": (1,),
+    "sin": (1,),
+    "cos": (1,),
+    "floor": (1,),
 }
 
 #: Types of metadata accessible on every neuron.
@@ -243,11 +246,11 @@ def builtin(name: str, args: Sequence[Type]) -> Type:
     """The builtin function ``name`` (canonical spelling, a key of :data:`BUILTIN_ARITIES`) applied
     to arguments of types ``args`` (as many as its arity allows)."""
     n = name
-    if n in ("sigmoid", "tanh", "exp", "log", "abs"):
+    if n in ("sigmoid", "tanh", "exp", "log", "abs", "sin", "cos", "floor"):
         t = args[0]
         if not is_numeric(t):
             raise TypingError(f"'{n}' needs a Float, got {t}", 0)
-        return INT if (n == "abs" and t == INT) else FLOAT
+        return INT if (n in ("abs", "floor") and t == INT) else FLOAT
     if n in ("max", "min") and len(args) == 2:
         a, b = args[0], args[1]
         if is_numeric(a) and is_numeric(b):

@@ -248,11 +248,11 @@ class SymOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 BINARY_OPS = ("add", "sub", "div", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
-UNARY_OPS = ("neg", "not", "sigmoid", "tanh", "exp", "log", "abs")
+UNARY_OPS = ("neg", "not", "sigmoid", "tanh", "exp", "log", "abs", "sin", "cos", "floor")
 #: the binary and unary operations whose result is a truth value (type letter B)
 BOOL_RESULT_OPS = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not")
 #: the unary operations whose result is a Float (R) whatever the operand
-FLOAT_RESULT_OPS = ("sigmoid", "tanh", "exp", "log")
+FLOAT_RESULT_OPS = ("sigmoid", "tanh", "exp", "log", "sin", "cos")
 #: the reductions of ``cftensor.reduce`` (``kind``)
 REDUCE_KINDS = ("sum", "min", "max")
 

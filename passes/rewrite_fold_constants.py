@@ -17,7 +17,8 @@ from cfmlir.passes.rewrite_utils import const_value, is_scalar_const
 
 _UNARY = {"neg": operator.neg, "not": lambda a: float(not a), "abs": abs, "exp": math.exp,
           "log": lambda a: math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan),
-          "sigmoid": lambda a: 1 / (1 + math.exp(-a)), "tanh": math.tanh}
+          "sigmoid": lambda a: 1 / (1 + math.exp(-a)), "tanh": math.tanh, "sin": math.sin, "cos": math.cos,
+          "floor": lambda a: float(math.floor(a)) if math.isfinite(a) else a}
 _BINARY = {
     "add": operator.add, "sub": operator.sub, "min": min, "max": max,
     "lt": lambda a, b: float(a < b), "le": lambda a, b: float(a <= b), "gt": lambda a, b: float(a > b),

@@ -91,7 +91,8 @@ _BINARY = {
     cf.AddOp: "add", cf.SubOp: "sub", cf.MulOp: "mul", cf.DivOp: "div", cf.AndOp: "and", cf.OrOp: "or",
     cf.LtOp: "lt", cf.LeOp: "le", cf.GtOp: "gt", cf.GeOp: "ge", cf.EqOp: "eq", cf.NeOp: "ne",
 }
-_UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.LogOp: "log", cf.AbsOp: "abs"}
+_UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", cf.LogOp: "log", cf.AbsOp: "abs",
+                   cf.SinOp: "sin", cf.CosOp: "cos", cf.FloorOp: "floor"}
 
 
 class ShapeAnalysisError(CfError):

@@ -68,7 +68,16 @@ OPERATOR_OF_KIND = {
     "hardtanh": "HardTanh",
     "maxpool": "Maxpool",
     "add": "Neuron_add",
+    "mul": "Neuron_mult",
+    "sign": "Sign",
+    "floor": "Floor",
+    "sin": "Sin",
+    "cos": "Cos",
+    "exp": "Exp",
+    "reciprocal": "Reciprocal",
 }
+#: The layer kinds whose rule reads two predecessors (``prev_0``, ``prev_1``, ``prev = [both]``).
+BINARY_KINDS = ("add", "mul")
 
 #: Names a compiled module defines: ``FLOW = {'direction', 'transformer', 'members': [(name, letter,
 #: role), ...]}``, ``RULES = {operator: rule function (rt, ctx) -> member values}``, ``NOISE =

@@ -94,6 +94,31 @@ class UnsupportedOpError(NetworkError):
         super().__init__(what, file=file)
 
 
+class UnsupportedOpsError(UnsupportedOpError):
+    """Every ONNX op type of a model the loader refuses, listed at once: ``refused`` is a list of
+    ``(op, first node, node count, why)``; ``op``/``node`` are the first's.  One op on one node reads
+    as :class:`UnsupportedOpError`'s line; several: ``unsupported ONNX ops: 'Sin' at node 'a', 'Cos'
+    at node 'b' (and 4 more nodes), ...``."""
+
+    def __init__(self, refused: list, *, file: str | Path | None = None):
+        self.refused = list(refused)
+        op, node = self.refused[0][0], self.refused[0][1]
+
+        def one(op, node, count, why):
+            more = f" (and {count - 1} more node{'s' if count > 2 else ''})" if count > 1 else ""
+            where = f" ({why})" if why.startswith("domain") or why == "on constants" else ""
+            return f"'{op}' at node '{node}'{more}{where}"
+
+        if len(self.refused) == 1:
+            UnsupportedOpError.__init__(self, op, node, file=file)
+            r = self.refused[0]
+            if r[2] > 1 or r[3].startswith("domain") or r[3] == "on constants":
+                NetworkError.__init__(self, "unsupported ONNX op " + one(*r), file=file)
+        else:
+            self.op, self.node = op, node
+            NetworkError.__init__(self, "unsupported ONNX ops: " + ", ".join(one(*r) for r in self.refused), file=file)
+
+
 class DataError(CfRuntimeError):
     """A malformed data file (e.g. an ERAN CSV row)."""
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from cfruntime.errors import PropertyError
-from cfruntime.network.graph import ELEMENTWISE_FUNCTIONS, Network, elementwise_image
+from cfruntime.network.graph import BINARY_FUNCTIONS, ELEMENTWISE_FUNCTIONS, Network, binary_image, elementwise_image
 
 MARGIN = "margin"
 
@@ -407,8 +407,8 @@ def interval_bounds(network: Network, input_lb, input_ub) -> dict[int, tuple[tor
             out[layer.index] = (layer.evaluate([l]), layer.evaluate([u]))  # monotone
         elif layer.kind in ELEMENTWISE_FUNCTIONS:
             out[layer.index] = elementwise_image(layer.kind, layer.alpha, *ins[0])
-        elif layer.kind == "add":
-            out[layer.index] = (ins[0][0] + ins[1][0], ins[0][1] + ins[1][1])
+        elif layer.kind in BINARY_FUNCTIONS:
+            out[layer.index] = binary_image(layer.kind, ins[0], ins[1])
         else:
             raise TypeError(layer.kind)
     return out

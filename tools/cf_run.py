@@ -149,6 +149,10 @@ def run(args) -> int:
         require_ray()
     check_preprocessing_flags(args)
     check = parse_check(args)
+    if args.net is not None and args.instances is None:  # a bad network is one line before anything compiles
+        from cfruntime.network.onnx_loader import check_file
+
+        check_file(args.net, keep=args.timeout is None)  # with a timeout a child process loads it
     if args.instances is not None:
         from cfmlir.tools.instances import run_instances
 

@@ -1,5 +1,5 @@
 """The table of supported ONNX ops: ``python -m cfmlir.tools.onnx_support`` prints it as Markdown
-(the README's *Supported ONNX ops* section is this output).
+(the *Supported ONNX ops* section of ``docs/vnncomp.md`` is this output; ``--write`` puts it there).
 
 One row per (op, layer kind): the ONNX op, the layer kind the loader makes of it
 (``cfruntime.network.onnx_loader.OP_LAYER_KINDS``) and when, the transformer rule that handles the
@@ -59,7 +59,29 @@ def markdown_table() -> str:
     return "\n".join(lines)
 
 
+#: The markers around the generated table in a Markdown file.
+BEGIN, END = "<!-- onnx-support-table: begin", "<!-- onnx-support-table: end -->"
+
+
+def write_table(path) -> None:
+    """Replace the table between the markers of ``path`` (a Markdown file) by the generated one."""
+    from pathlib import Path
+
+    text = Path(path).read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    marker, _old = rest.split("\n", 1)
+    tail = rest.split(END, 1)[1]
+    Path(path).write_text(f"{head}{BEGIN}{marker}\n{markdown_table()}\n{END}{tail}", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--write"] and len(argv) == 2:
+        write_table(argv[1])
+        return 0
+    if argv:
+        sys.stderr.write("usage: python -m cfmlir.tools.onnx_support [--write FILE.md]\n")
+        return 2
     sys.stdout.write(markdown_table() + "\n")
     return 0
 

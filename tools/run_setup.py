@@ -264,7 +264,7 @@ def check_status(check) -> int:
     return EXIT_UNSOUND
 
 
-def load_network_file(net_path: Path, args=None):
+def load_network_file(net_path: Path, args=None, keep_output_softmax: bool = False):
     """The network at ``net_path``, read with its flatten order, and its resolved preprocessing
     (:class:`~cfruntime.properties.preprocessing.ResolvedPreprocessing`: the flags of ``args``, else
     its manifest entry, else the defaults)."""
@@ -276,7 +276,7 @@ def load_network_file(net_path: Path, args=None):
         raise NetworkError("no such network file", file=net_path)
     flags = preprocessing_flags(args) if args is not None else {}
     prep = resolve_preprocessing(net_path, **flags, manifest=getattr(args, "manifest", None))
-    return load_onnx(net_path, **prep.value.load_kwargs()), prep
+    return load_onnx(net_path, keep_output_softmax=keep_output_softmax, **prep.value.load_kwargs()), prep
 
 
 def write_json(path, obj) -> None:

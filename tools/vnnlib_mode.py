@@ -36,6 +36,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     prog, compile_s = loaded.program, loaded.compile_s
     net, prep = load_network_file(net_path, args)
     prop = parse_vnnlib(args.vnnlib)
+    if net.output_softmax_dropped and not prop.compares_outputs_only():  # the property reads the probabilities
+        net, prep = load_network_file(net_path, args, keep_output_softmax=True)
     if prop.num_inputs != net.input_size or prop.num_outputs != net.output_size:
         raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "
                             f"{net.input_size} and {net.output_size}", file=args.vnnlib)

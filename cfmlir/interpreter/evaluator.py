@@ -444,6 +444,13 @@ class ExprCompiler:
         if n == "log":
             x = args[0]
             return lambda a: flog(float(x(a)))
+        if n in ("sin", "cos"):
+            x, f = args[0], getattr(math, n)
+            return lambda a: f(float(x(a)))
+        if n == "floor":
+            x = args[0]
+            conv = (lambda v: v) if e.ty == T.INT else float
+            return lambda a: conv(math.floor(x(a)))
         if n == "abs":
             x = args[0]
             return lambda a: abs(x(a))

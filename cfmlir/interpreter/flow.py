@@ -4,7 +4,7 @@
   predecessor layer's neurons (for ``Maxpool``: the neurons of the neuron's pooling window, padding
   left out -- the whole layer would make a max-pool lower bound unsound); unary operators (``Relu``,
   ``Sigmoid``, ``Tanh``): ``prev`` = the neuron at the same position of the predecessor layer;
-  ``Neuron_add`` (residual ``add`` layers): ``prev_0``, ``prev_1`` at the same position of each
+  ``Neuron_add``/``Neuron_mult`` (``add``/``mul`` layers): ``prev_0``, ``prev_1`` at the same position of each
   predecessor and ``prev = [prev_0, prev_1]``; always ``curr`` = the neuron, ``curr_list`` = its
   layer's neurons.  Layer kinds map to operators ``affine -> Affine``, ``relu -> Relu``,
   ``sigmoid -> Sigmoid``, ``tanh -> Tanh``, ``maxpool -> Maxpool``, ``add -> Neuron_add``; a layer
@@ -141,7 +141,7 @@ class NetView:
                 out.append((n, preds[0], None, None, curr_list))
             elif k == "maxpool":
                 out.append((n, self.window(li, p), None, None, curr_list))
-            elif k == "add":
+            elif k in contract.BINARY_KINDS:
                 a, b = preds[0][p], preds[1][p]
                 out.append((n, [a, b], a, b, curr_list))
             else:

@@ -348,6 +348,8 @@ class SymbolicEvaluator:
         if n == "abs":
             x = args[0]
             return z3.If(x >= 0, x, -x)
+        if n == "floor":  # exact: the integer part, in mixed integer-real arithmetic
+            return z3.ToReal(z3.ToInt(args[0]))
         if n in ("max", "min"):
             xs = args if len(args) == 2 else args[0]
             if not xs:

@@ -11,6 +11,7 @@ Relu        ``prev = p``                           ``y = max(x, 0)``
 Sigmoid     ``prev = p``                           ``y = sigmoid(x)`` (see nonlinear)
 Tanh        ``prev = p``                           ``y = tanh(x)``
 Neuron_add  ``prev_0, prev_1``, ``prev = [both]``  ``y = x_0 + x_1``
+Neuron_mult ``prev_0, prev_1``, ``prev = [both]``  ``y = x_0 x_1`` (polynomial: exact)
 Maxpool     ``prev = [p_1..p_K]``                  ``y = max_i x_i``
 LeakyRelu   ``prev = p``, ``alpha`` (any real)      ``y = x`` (x >= 0), ``alpha x``
 Abs         ``prev = p``                           ``y = |x|``
@@ -18,7 +19,15 @@ Relu6       ``prev = p``                           ``y = min(max(x, 0), 6)``
 HardTanh    ``prev = p``                           ``y = min(max(x, -1), 1)``
 Elu         ``prev = p``, ``alpha`` (any real)      ``y = x`` (x > 0), ``alpha (exp(x) - 1)``
 Softplus    ``prev = p``                           ``y = max(x, 0) + log(1 + exp(-|x|))``
+Sign        ``prev = p``                           ``y = 1`` (x > 0), ``-1`` (x < 0), ``0``
+Floor       ``prev = p``                           ``y = floor(x)`` (z3's ``ToInt``: exact)
+Exp         ``prev = p``                           ``y = exp(x)`` (see nonlinear)
+Reciprocal  ``prev = p``                           ``y = 1/x`` (exact; 0 where x = 0: the
+                                                   network has no value there)
 ========== ====================================== ===================================
+
+Sin and Cos have no concrete semantics here (the solver has no trigonometry): their rules are
+outside the fragment.
 
 Softplus is written as the certifiers write it (``log(1 + exp(x))`` is the same real number); the
 piecewise-linear operators are exact, Elu and Softplus use the facts of :mod:`cfmlir.verify.nonlinear`.
@@ -54,6 +63,10 @@ UNARY = {
     "HardTanh": lambda x, a, nl: _clip(x, -1, 1),
     "Elu": lambda x, a, nl: z3.If(x > 0, x, a * (nl.apply("exp", x) - 1)),
     "Softplus": lambda x, a, nl: z3.If(x >= 0, x, 0) + nl.apply("log", 1 + nl.apply("exp", -_abs(x))),
+    "Sign": lambda x, a, nl: z3.If(x > 0, 1, z3.If(x < 0, -1, 0)),
+    "Floor": lambda x, a, nl: z3.ToReal(z3.ToInt(x)),
+    "Exp": lambda x, a, nl: nl.apply("exp", x),
+    "Reciprocal": lambda x, a, nl: z3.If(x == 0, 0, 1 / x),
 }
 #: The operators of UNARY that read ``alpha``.
 WITH_ALPHA = ("LeakyRelu", "Elu")
@@ -65,6 +78,9 @@ PIECEWISE_LINEAR = {
     "Abs": lambda x, a: abs(x),
     "Relu6": lambda x, a: min(max(x, 0), 6),
     "HardTanh": lambda x, a: min(max(x, -1), 1),
+    "Sign": lambda x, a: (x > 0) - (x < 0),
+    "Floor": lambda x, a: math.floor(x),
+    "Reciprocal": lambda x, a: 1 / x if x != 0 else 0,
 }
 
 
@@ -78,6 +94,7 @@ _FLOAT = {
     "Tanh": lambda x, a: math.tanh(x),
     "Elu": lambda x, a: x if x > 0 else a * math.expm1(x),
     "Softplus": lambda x, a: _softplus(x),
+    "Exp": lambda x, a: fexp(x),
 }
 
 
@@ -86,7 +103,13 @@ def concrete_value(op: str, x: float, alpha: float = 0.0) -> float:
     return _FLOAT[op](x, alpha)
 
 
-OPERATORS = ("Affine", "Neuron_add", "Maxpool") + tuple(UNARY)
+#: Operators of two neurons -> their output ``(x_0, x_1) -> y``, for z3 terms and exact rationals alike.
+BINARY = {
+    "Neuron_add": lambda a, b: a + b,
+    "Neuron_mult": lambda a, b: a * b,
+}
+
+OPERATORS = ("Affine", "Maxpool") + tuple(BINARY) + tuple(UNARY)
 
 
 def bind(op: str, world: World, nl: Nonlinear):
@@ -112,10 +135,10 @@ def bind(op: str, world: World, nl: Nonlinear):
         env["prev"] = p
         alpha = world.meta(curr, "alpha") if op in WITH_ALPHA else None
         y = UNARY[op](p.value, alpha, nl)
-    elif op == "Neuron_add":
+    elif op in BINARY:
         a, b = world.neuron("p0", 1), world.neuron("p1", 1)
         env.update(prev=[a, b], prev_0=a, prev_1=b)
-        y = a.value + b.value
+        y = BINARY[op](a.value, b.value)
     else:
         raise KeyError(op)
     return env, curr, y

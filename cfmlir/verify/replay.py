@@ -34,7 +34,8 @@ from cfmlir.syntax import ast
 from cfmlir.syntax.unparse import unparse
 from cfmlir.verify import values as S
 from cfmlir.verify.nonlinear import true_value
-from cfmlir.verify.operators import PIECEWISE_LINEAR, concrete_value
+from cfmlir.verify.operators import BINARY, PIECEWISE_LINEAR, concrete_value
+from cfmlir.verify.semantics import holds
 
 TOL = 1e-9
 
@@ -367,8 +368,8 @@ def _y(prob, model, vals) -> Fraction:
         return sum((wi * vals[p.id] for wi, p in zip(w, env["prev"])), Fraction(0)) + Fraction(_f(model, prob.curr.meta["bias"]))
     if op == "Maxpool":
         return max(vals[p.id] for p in env["prev"])
-    if op == "Neuron_add":
-        return vals[env["prev_0"].id] + vals[env["prev_1"].id]
+    if op in BINARY:
+        return BINARY[op](vals[env["prev_0"].id], vals[env["prev_1"].id])
     x = vals[env["prev"].id]
     if op in PIECEWISE_LINEAR:  # exact in rationals
         alpha = Fraction(_f(model, prob.curr.meta["alpha"])) if "alpha" in prob.curr.meta else Fraction(0)

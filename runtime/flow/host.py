@@ -76,6 +76,9 @@ UNARY = {
     "tanh": math.tanh,
     "exp": _exp,
     "log": _log,
+    "sin": math.sin,
+    "cos": math.cos,
+    "floor": lambda a: float(math.floor(a)) if math.isfinite(a) else a,
 }
 
 

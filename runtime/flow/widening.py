@@ -530,10 +530,22 @@ class _Lazy:
         return self.value
 
 
+#: The layer kinds the rounding argument above covers (relaxation slopes at most ``_slope``, one
+#: predecessor or a sum): a network with another kind (``mul``: slopes are the other operand's
+#: bounds, unbounded; the step and periodic functions of issue 27) is refused in a widened run.
+COVERED_KINDS = frozenset({"input", "affine", "maxpool", "add", "relu", "sigmoid", "tanh", "leakyrelu", "elu",
+                           "softplus", "abs", "relu6", "hardtanh"})
+
+
 class Widening:
     """The widening of one run: per layer, the magnitudes of the stored bounds and expressions."""
 
     def __init__(self, cert, network, rep, batch: int, bias_errors: dict | None = None):
+        uncovered = next((l for l in network.layers if l.kind not in COVERED_KINDS), None)
+        if uncovered is not None:
+            raise WideningError(f"the {rep.dtype} widening has no rounding argument for layer kind '{uncovered.kind}' "
+                                f"(layer {uncovered.index}): run in float64 (--dtype float64), or unwidened "
+                                f"(--widen off, bounds not rigorous under rounding)")
         self.cert, self.network, self.rep, self.batch = cert, network, rep, batch
         self.dtype, self.device = rep.dtype, rep.device
         self.u = u = unit_roundoff(rep.dtype)

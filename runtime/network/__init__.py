@@ -7,6 +7,7 @@ consecutive affine ops are folded into layers).
 
 from cfruntime.network.graph import (
     AFFINE_KINDS,
+    BINARY_KINDS,
     ELEMENTWISE_KINDS,
     LAYER_KINDS,
     ConvSpec,
@@ -18,6 +19,6 @@ from cfruntime.network.graph import (
 from cfruntime.network.onnx_loader import SUPPORTED_OPS, load_onnx, network_from_model
 
 __all__ = [
-    "AFFINE_KINDS", "ELEMENTWISE_KINDS", "LAYER_KINDS", "ConvSpec", "GatherSpec", "Layer", "MaxPoolSpec", "Network",
+    "AFFINE_KINDS", "BINARY_KINDS", "ELEMENTWISE_KINDS", "LAYER_KINDS", "ConvSpec", "GatherSpec", "Layer", "MaxPoolSpec", "Network",
     "SUPPORTED_OPS", "load_onnx", "network_from_model",
 ]

@@ -30,7 +30,9 @@ Layer kinds
 ``'relu6'``, ``'hardtanh'``
                elementwise of the single predecessor (same size; the shape may
                differ by a reshape); :data:`ELEMENTWISE_FUNCTIONS` gives each
-               one's concrete function.  ``layer.alpha`` is LeakyRelu's slope
+               one's concrete function.  Issue 27 added ``'sign'`` (-1, 0, 1),
+               ``'floor'``, ``'sin'``, ``'cos'``, ``'exp'`` and ``'reciprocal'``
+               (``1/x``; a Softmax is ``1 / sum_j exp(x_j - x_i)``).  ``layer.alpha`` is LeakyRelu's slope
                for ``x < 0`` and Elu's ``alpha`` (``alpha * (exp(x) - 1)`` for
                ``x < 0``), None for the other kinds.  ``relu6`` is
                ``min(max(x, 0), 6)``, ``hardtanh`` is ``min(max(x, -1), 1)``,
@@ -39,6 +41,9 @@ Layer kinds
                ``[size, window]`` lists, for every output neuron, the
                predecessor neurons in its window (``-1`` = padding).
 ``'add'``      elementwise sum of its two predecessors (residual joins).
+``'mul'``      elementwise product of its two predecessors (``Mul``/``MatMul`` of two
+               perturbed values, ``Pow`` with an integer exponent; the two may be one layer).
+               :data:`BINARY_FUNCTIONS` gives ``add`` and ``mul`` concretely.
 
 All weights are stored in float64; evaluation runs in the dtype of the input
 (float32 or float64).
@@ -46,6 +51,7 @@ All weights are stored in float64; evaluation runs in the dtype of the input
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -55,8 +61,10 @@ import torch.nn.functional as F
 from cfruntime.errors import PropertyError
 
 AFFINE_KINDS = ("dense", "conv", "gather")
-ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh")
-LAYER_KINDS = ("input", "affine", "maxpool", "add") + ELEMENTWISE_KINDS
+ELEMENTWISE_KINDS = ("relu", "sigmoid", "tanh", "leakyrelu", "elu", "softplus", "abs", "relu6", "hardtanh", "sign", "floor",
+                     "sin", "cos", "exp", "reciprocal")
+BINARY_KINDS = ("add", "mul")
+LAYER_KINDS = ("input", "affine", "maxpool") + BINARY_KINDS + ELEMENTWISE_KINDS
 
 
 #: Elementwise kind -> its concrete function ``(x, alpha) -> y`` (``alpha``: the layer's ``alpha``).
@@ -70,7 +78,29 @@ ELEMENTWISE_FUNCTIONS = {
     "abs": lambda x, a: torch.abs(x),
     "relu6": lambda x, a: torch.clamp(x, 0.0, 6.0),
     "hardtanh": lambda x, a: torch.clamp(x, -1.0, 1.0),
+    "sign": lambda x, a: torch.sign(x),
+    "floor": lambda x, a: torch.floor(x),
+    "sin": lambda x, a: torch.sin(x),
+    "cos": lambda x, a: torch.cos(x),
+    "exp": lambda x, a: torch.exp(x),
+    "reciprocal": lambda x, a: torch.reciprocal(x),
 }
+#: Periodic kinds -> (the phase of a maximum, of a minimum): ``f(p + 2 pi k)`` is ``1``, ``-1``.
+PERIODIC_EXTREMES = {"sin": (math.pi / 2, -math.pi / 2), "cos": (0.0, math.pi)}
+#: Binary kind -> its concrete function of the two predecessors' values.
+BINARY_FUNCTIONS = {"add": lambda x, y: x + y, "mul": lambda x, y: x * y}
+
+
+def binary_image(kind: str, a: tuple[torch.Tensor, torch.Tensor], b: tuple[torch.Tensor, torch.Tensor]):
+    """The exact image of the boxes ``a = (lo, hi)``, ``b`` under a binary kind: sums of the ends for
+    ``add``; for ``mul`` the smallest and largest of the four products of the ends (a product is
+    bilinear, so its extremes over a box are at the corners)."""
+    if kind == "add":
+        return a[0] + b[0], a[1] + b[1]
+    corners = torch.stack([a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1]])
+    return corners.amin(0), corners.amax(0)
+
+
 #: The ONNX default ``alpha`` of the kinds that have one.
 DEFAULT_ALPHA = {"leakyrelu": 0.01, "elu": 1.0}
 
@@ -85,7 +115,22 @@ def elementwise_image(kind: str, alpha: float | None, lo: torch.Tensor, hi: torc
     if kind == "abs" or (kind in DEFAULT_ALPHA and alpha is not None and alpha < 0):
         low = torch.where((lo < 0) & (hi > 0), torch.zeros_like(fl), torch.minimum(fl, fh))
         return low, torch.maximum(fl, fh)
+    if kind in PERIODIC_EXTREMES:  # 1 (-1) where a maximum (minimum) lies in [lo, hi], else the ends
+        peak, trough = PERIODIC_EXTREMES[kind]
+        up = torch.where(_contains_phase(lo, hi, peak), torch.ones_like(fl), torch.maximum(fl, fh))
+        down = torch.where(_contains_phase(lo, hi, trough), -torch.ones_like(fl), torch.minimum(fl, fh))
+        return down, up
+    if kind == "reciprocal":  # decreasing on each side of 0; unbounded across it
+        across = (lo <= 0) & (hi >= 0)
+        inf = torch.full_like(fl, math.inf)
+        return torch.where(across, -inf, fh), torch.where(across, inf, fl)
     return fl, fh
+
+
+def _contains_phase(lo: torch.Tensor, hi: torch.Tensor, p: float) -> torch.Tensor:
+    """Whether some ``p + 2 pi k`` lies in ``[lo, hi]``."""
+    tau = 2 * math.pi
+    return p + tau * torch.floor((hi - p) / tau) >= lo
 
 
 def _prod(shape: Sequence[int]) -> int:
@@ -279,8 +324,8 @@ class Layer:
             return self.matvec(x, sample_ids) + self.bias_for(x.shape[0], x.dtype, x.device, sample_ids)
         if k in ELEMENTWISE_FUNCTIONS:
             return ELEMENTWISE_FUNCTIONS[k](inputs[0], self.alpha)
-        if k == "add":
-            return inputs[0] + inputs[1]
+        if k in BINARY_FUNCTIONS:
+            return BINARY_FUNCTIONS[k](inputs[0], inputs[1])
         if k == "maxpool":
             x = inputs[0]
             pad = torch.full((x.shape[0], 1), float("-inf"), dtype=x.dtype, device=x.device)
@@ -330,6 +375,9 @@ class Network:
         self.input_name = input_name
         self.margin = margin  # C used by with_margin_layer, else None
         self.margin_folded = margin_folded
+        #: the ONNX model's Softmax at the output was dropped (its bounds are on the logits): exact for
+        #: properties that only compare outputs (:meth:`VnnlibProperty.compares_outputs_only`)
+        self.output_softmax_dropped = False
         off = 0
         for i, layer in enumerate(layers):
             if layer.index != i:

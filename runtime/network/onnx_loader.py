@@ -4,8 +4,8 @@ How ONNX nodes become layers
 ----------------------------
 The loader walks the graph in node order and keeps, for every ONNX value,
 either a constant (numpy) or a *pending linear expression* of one layer's
-output: ``value = stage_k(... stage_1(layer_out))`` where each stage is one
-of
+output: ``value = stage_k(... stage_1(layer_out))`` (the values and stages:
+:mod:`cfruntime.network.onnx_stages`) where each stage is one of
 
 * a **gather** stage ``y[i] = scale[i] * x[index[i]] + shift[i]`` -- Sub/Div/
   Mul/Add by constants (mean/std normalisation), BatchNormalization (per
@@ -73,42 +73,62 @@ HWC columns (see ``cifar_fc_hwc_quirk`` in ``nets/MANIFEST.json``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import onnx
 import torch
-import torch.nn.functional as F
 from onnx import numpy_helper
 
 from cfruntime.errors import NetworkError, UnsupportedOpError, UserError
+from cfruntime.network import onnx_folding, onnx_linear_ops, onnx_products, onnx_selection, onnx_validation
 from cfruntime.network.graph import DEFAULT_ALPHA, ConvSpec, GatherSpec, Layer, MaxPoolSpec, Network, _prod
+from cfruntime.network.onnx_stages import (_compose, _Const, _CStage, _dense_rows, _DStage, _gather_rows, _GStage,
+                                           _joined_conv, _Lin, _per_channel, _slice_positions)
 
 #: Supported ONNX op -> the layer kinds it becomes, each with when: ``((kind, when), ...)``; ``()`` for
 #: an op that makes no layer.  The README's table of supported ops is printed from this by
 #: ``python -m cfmlir.tools.onnx_support`` (with which certifiers have a rule for each kind).
 _AFFINE = (("affine", ""),)
 OP_LAYER_KINDS = {
-    **{op: _AFFINE for op in ("Gemm", "MatMul", "Conv", "Flatten", "Reshape", "Transpose", "Sub", "Div", "Mul",
+    **{op: _AFFINE for op in ("Gemm", "Conv", "Flatten", "Reshape", "Transpose",
                               "BatchNormalization", "AveragePool", "GlobalAveragePool", "Pad", "Squeeze", "Unsqueeze",
                               "Slice", "Split")},
-    "Add": (("affine", "a constant added"), ("add", "two branches (residual join)")),
+    "Add": (("affine", "a constant added; two values over one layer"), ("add", "two branches (residual join)")),
+    "Sub": (("affine", "a constant; two values over one layer"), ("add", "two branches")),
+    "Mul": (("affine", "by a constant"), ("mul", "two perturbed values")),
+    "MatMul": (("affine", "by a constant"), ("mul", "two perturbed values: products, then sums (affine)")),
+    "Pow": (("mul", "a constant integer exponent 1..64: products"),),
+    "Div": (("affine", "by a constant"), ("reciprocal", "by a perturbed value: x * (1/y)"), ("mul", "")),
+    "Max": (("relu", "max(x, y) = y + relu(x - y), max(x, c) = c + relu(x - c)"), ("affine", ""), ("add", "")),
+    "Min": (("relu", "min(x, y) = x - relu(x - y), min(x, c) = c - relu(c - x)"), ("affine", ""), ("add", "")),
     "Relu": (("relu", ""),), "Sigmoid": (("sigmoid", ""),), "Tanh": (("tanh", ""),),
     "LeakyRelu": (("leakyrelu", "alpha kept"),), "Elu": (("elu", "alpha kept"),), "Softplus": (("softplus", ""),),
     "Abs": (("abs", ""),),
+    "Sign": (("sign", ""),), "Floor": (("floor", ""),), "Sin": (("sin", ""),), "Cos": (("cos", ""),),
+    "Exp": (("exp", ""),), "Reciprocal": (("reciprocal", ""),),
     "Clip": (("relu6", "min 0, max 6"), ("hardtanh", "min -1, max 1; other two bounds between affine layers"),
              ("relu", "min 0 alone; one other bound between affine layers")),
     "MaxPool": (("maxpool", ""),),
     "Concat": (("affine", "operands over one layer"), ("add", "operands over several layers")),
-    "Softmax": (), "Identity": (), "Dropout": (), "Constant": (),
+    "Softmax": (("exp", "not at the output (there it is dropped): 1 / sum_j exp(x_j - x_i)"), ("affine", ""), ("reciprocal", "")),
+    "Identity": (), "Dropout": (), "Constant": (),
+    "Shape": (), "Size": (), "Cast": (),
+    **{op: (("affine", "constant indices: a selection"),) for op in onnx_selection.DATA_OPERANDS},
+    "Neg": _AFFINE, "ReduceSum": _AFFINE, "ReduceMean": _AFFINE,
+    "ConvTranspose": (("affine", "two layers: one convolution of its phases, their interleaving"),),
 }
-#: The ONNX ops the loader supports; any other is ``unsupported ONNX op '<Op>' at node '<name>'``.
+#: Ops converted by functions of other modules: op -> ``handler(loader, node, inputs, attributes)``.
+HANDLERS = {**onnx_selection.HANDLERS, **onnx_linear_ops.HANDLERS, **onnx_products.HANDLERS}
+#: The ONNX ops the loader supports on perturbed values; any other there is ``unsupported ONNX op
+#: '<Op>' at node '<name>'`` (all of them at once, :mod:`cfruntime.network.onnx_validation`).  On
+#: constants only, every op of ``onnx.reference`` is evaluated at load time (:mod:`.onnx_folding`).
 SUPPORTED_OPS = frozenset(OP_LAYER_KINDS)
 
 #: ONNX elementwise activation -> layer kind (one layer each; LeakyRelu and Elu carry ``alpha``).
 ACTIVATION_KINDS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu": "leakyrelu", "Elu": "elu",
-                    "Softplus": "softplus", "Abs": "abs"}
+                    "Softplus": "softplus", "Abs": "abs", "Sign": "sign", "Floor": "floor", "Sin": "sin", "Cos": "cos",
+                    "Exp": "exp", "Reciprocal": "reciprocal"}
 #: Clip(min, max) bounds that are a layer kind of their own (any other Clip is built from relu or
 #: hardtanh and affine layers, see ``_Loader.op_Clip``).
 CLIP_KINDS = {(0.0, 6.0): "relu6", (-1.0, 1.0): "hardtanh", (0.0, None): "relu"}
@@ -116,252 +136,95 @@ CLIP_KINDS = {(0.0, 6.0): "relu6", (-1.0, 1.0): "hardtanh", (0.0, None): "relu"}
 _NO_BOUND = 3.4e38
 
 
-# ---------------------------------------------------------------------------------------------
-# values and stages
-# ---------------------------------------------------------------------------------------------
-
 def _text(name) -> str:
     """A name from the model: protobuf hands a string field that is not valid UTF-8 (a damaged file) over as
     bytes; names are only shown, so such bytes are decoded with replacement characters."""
     return name if isinstance(name, str) else bytes(name).decode("utf-8", "replace")
 
-@dataclass
-class _Const:
-    value: np.ndarray
-
-
-@dataclass
-class _GStage:
-    index: np.ndarray  # [n_out] int64
-    scale: np.ndarray  # [n_out] float64
-    shift: np.ndarray  # [n_out] float64
-    in_size: int
-    out_shape: tuple
-
-    def is_order_preserving(self) -> bool:
-        return self.index.shape[0] == self.in_size and bool(np.all(self.index == np.arange(self.in_size)))
-
-    def is_identity(self) -> bool:
-        return self.is_order_preserving() and bool(np.all(self.scale == 1.0)) and bool(np.all(self.shift == 0.0))
-
-
-@dataclass
-class _DStage:
-    W: np.ndarray  # [n_out, n_in]
-    b: np.ndarray  # [n_out]
-    out_shape: tuple
-
-    @property
-    def in_size(self) -> int:
-        return self.W.shape[1]
-
-
-@dataclass
-class _CStage:
-    kernel: np.ndarray  # [O, C, kh, kw]
-    bias: np.ndarray  # [n_out] per neuron
-    stride: tuple
-    pads: tuple  # (top, left, bottom, right)
-    dilation: tuple
-    in_shape: tuple
-    out_shape: tuple
-    from_pool: bool = False  # an AveragePool (may be unrolled into a following dense stage)
-
-    @property
-    def in_size(self) -> int:
-        return _prod(self.in_shape)
-
-    def dense(self) -> np.ndarray:
-        n = self.in_size
-        eye = np.eye(n).reshape(n, *self.in_shape)
-        t = torch.from_numpy(eye)
-        t = F.pad(t, (self.pads[1], self.pads[3], self.pads[0], self.pads[2]))
-        y = F.conv2d(t, torch.from_numpy(np.ascontiguousarray(self.kernel)), stride=self.stride, dilation=self.dilation)
-        return y.reshape(n, -1).numpy().T.copy()
-
-
-@dataclass(eq=False)
-class _Lin:
-    """A value computed from one layer by pending linear stages.
-
-    ``shape`` is the value's full ONNX shape for one sample: with a batch dimension of size 1 first
-    when ``lead == 1`` (a batched model, or a value made by an op that has one, such as Conv), the
-    plain shape when ``lead == 0`` (a model whose input has no batch dimension).  ``inner`` (the
-    shape without the batch dimension) is the shape of the layer that holds the value.
-    """
-
-    src: int  # layer index
-    shape: tuple
-    stages: list = field(default_factory=list)
-    lead: int = 1
-
-    @property
-    def inner(self) -> tuple:
-        return tuple(self.shape[self.lead:])
-
-    @property
-    def size(self) -> int:
-        return _prod(self.shape[self.lead:])
-
-
-def _conv_np(x: np.ndarray, kernel: np.ndarray, stride, pads, dilation) -> np.ndarray:
-    """conv of one [C,H,W] image (float64) -> [O,OH,OW]."""
-    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64))[None]
-    t = F.pad(t, (pads[1], pads[3], pads[0], pads[2]))
-    y = F.conv2d(t, torch.from_numpy(np.ascontiguousarray(kernel, dtype=np.float64)), stride=stride, dilation=dilation)
-    return y[0].numpy()
-
-
-def _per_channel(vec: np.ndarray, shape: tuple) -> np.ndarray | None:
-    """If ``vec`` (flat over ``shape`` = (C,H,W)) is constant over each channel, return [C]."""
-    if len(shape) != 3:
-        return None
-    v = vec.reshape(shape)
-    c = v[:, :1, :1]
-    if np.all(v == c):
-        return c.reshape(-1).copy()
-    return None
-
-
-def _compose(prev, new, limit_cells: int = 1 << 26):
-    """Merge stage ``new`` (applied after ``prev``) into one stage, or return None."""
-    if isinstance(new, _GStage):
-        if isinstance(prev, _GStage):
-            return _GStage(prev.index[new.index], new.scale * prev.scale[new.index],
-                           new.scale * prev.shift[new.index] + new.shift, prev.in_size, new.out_shape)
-        if isinstance(prev, _DStage):
-            return _DStage(prev.W[new.index] * new.scale[:, None], prev.b[new.index] * new.scale + new.shift, new.out_shape)
-        if isinstance(prev, _CStage):
-            if not new.is_order_preserving():
-                return None
-            sc = _per_channel(new.scale, prev.out_shape)
-            if sc is None:
-                return None
-            return _CStage(prev.kernel * sc[:, None, None, None], prev.bias * new.scale + new.shift, prev.stride, prev.pads,
-                           prev.dilation, prev.in_shape, prev.out_shape, prev.from_pool)
-    if isinstance(new, _DStage):
-        if isinstance(prev, _GStage):
-            n_src = prev.in_size
-            Ws = new.W * prev.scale[None, :]
-            if new.W.shape[0] * n_src > limit_cells:
-                return None
-            W = np.zeros((new.W.shape[0], n_src))
-            idx = prev.index
-            if idx.shape[0] == n_src and np.unique(idx).shape[0] == n_src:
-                W[:, idx] = Ws
-            else:
-                np.add.at(W.T, idx, Ws.T)
-            return _DStage(W, new.W @ prev.shift + new.b, new.out_shape)
-        if isinstance(prev, _DStage):
-            if new.W.shape[0] * prev.W.shape[1] > limit_cells:
-                return None
-            return _DStage(new.W @ prev.W, new.W @ prev.b + new.b, new.out_shape)
-        if isinstance(prev, _CStage) and prev.from_pool and _prod(prev.out_shape) * prev.in_size <= limit_cells // 4:
-            return _DStage(new.W @ prev.dense(), new.W @ prev.bias + new.b, new.out_shape)
-        return None  # keep convolutions as convolutions
-    if isinstance(new, _CStage):
-        if isinstance(prev, _GStage) and not any(new.pads) and prev.is_order_preserving():
-            sc = _per_channel(prev.scale, new.in_shape)
-            if sc is None:
-                return None
-            kernel = new.kernel * sc[None, :, None, None]
-            bias = new.bias + _conv_np(prev.shift.reshape(new.in_shape), new.kernel, new.stride, new.pads, new.dilation).reshape(-1)
-            return _CStage(kernel, bias, new.stride, new.pads, new.dilation, new.in_shape, new.out_shape)
-        return None
-    return None
-
-
-def _slice_positions(dim: int, start: int, end: int, step: int) -> np.ndarray:
-    """The positions ONNX Slice selects along one axis of size ``dim`` (negative ``start``/``end``
-    count from the end, then clamp: ``[0, dim]`` for a positive ``step``, ``[-1, dim - 1]`` for a
-    negative one)."""
-    start, end = start + dim if start < 0 else start, end + dim if end < 0 else end
-    if step > 0:
-        start, end = min(max(start, 0), dim), min(max(end, 0), dim)
-    else:
-        start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
-    return np.arange(start, end, step, dtype=np.int64)
-
-
-def _gather_rows(stage, rows: np.ndarray):
-    """``(index, scale, shift)`` of the rows ``rows`` of a gather stage."""
-    return stage.index[rows], stage.scale[rows], stage.shift[rows]
-
-
-def _dense_rows(stage, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(W, b)`` of the rows ``rows`` of a gather, dense or conv stage as a dense map."""
-    if isinstance(stage, _GStage):
-        W = np.zeros((rows.shape[0], stage.in_size))
-        W[np.arange(rows.shape[0]), stage.index[rows]] = stage.scale[rows]
-        return W, stage.shift[rows]
-    if isinstance(stage, _DStage):
-        return stage.W[rows], stage.b[rows]
-    return stage.dense()[rows], stage.bias[rows]
-
-
-def _joined_conv(stages: list) -> tuple | None:
-    """Convolutions of one tensor joined along their output channels as one convolution, or None.
-
-    They need the same input, stride, dilation and output size.  Each kernel is placed in one window
-    covering all of theirs (top/left padding the largest of theirs; a kernel whose own padding is
-    smaller starts that much later, in steps of the dilation, zeros around it), so every output reads
-    the same inputs, or zero padding, as before: exact.  Returns ``(kernel, stride, pads, dilation,
-    in_shape, out_shape)``."""
-    first = stages[0]
-    if any((st.stride, st.dilation, st.in_shape, st.out_shape[1:]) != (first.stride, first.dilation, first.in_shape,
-                                                                       first.out_shape[1:]) for st in stages):
-        return None
-    (sh, sw), (dh, dw) = first.stride, first.dilation
-    top, left = max(st.pads[0] for st in stages), max(st.pads[1] for st in stages)
-    offsets = [((top - st.pads[0]), (left - st.pads[1])) for st in stages]
-    if any(oy % dh or ox % dw for oy, ox in offsets):
-        return None
-    offsets = [(oy // dh, ox // dw) for oy, ox in offsets]
-    kh = max(oy + st.kernel.shape[2] for st, (oy, _) in zip(stages, offsets))
-    kw = max(ox + st.kernel.shape[3] for st, (_, ox) in zip(stages, offsets))
-    C, H, W = first.in_shape
-    oh, ow = first.out_shape[1:]
-    bottom = max(0, (oh - 1) * sh - top + (kh - 1) * dh - H + 1)  # the last window ends inside the padding
-    right = max(0, (ow - 1) * sw - left + (kw - 1) * dw - W + 1)
-    if ((H + top + bottom - (kh - 1) * dh - 1) // sh + 1, (W + left + right - (kw - 1) * dw - 1) // sw + 1) != (oh, ow):
-        return None
-    kernels = []
-    for st, (oy, ox) in zip(stages, offsets):
-        k = np.zeros((st.kernel.shape[0], C, kh, kw))
-        k[:, :, oy:oy + st.kernel.shape[2], ox:ox + st.kernel.shape[3]] = st.kernel
-        kernels.append(k)
-    out = (sum(st.out_shape[0] for st in stages), oh, ow)
-    return np.concatenate(kernels), first.stride, (top, left, bottom, right), first.dilation, first.in_shape, out
-
 
 # ---------------------------------------------------------------------------------------------
 # loader
 # ---------------------------------------------------------------------------------------------
-def load_onnx(path: str | Path, *, hwc_flatten: bool = False) -> Network:
-    """Load an ONNX file into a :class:`Network` (see module docstring)."""
+def load_onnx(path: str | Path, *, hwc_flatten: bool = False, keep_output_softmax: bool = False) -> Network:
+    """Load an ONNX file into a :class:`Network` (see module docstring).  A Softmax at the output is
+    dropped (``network.output_softmax_dropped``; exact for properties comparing outputs) unless
+    ``keep_output_softmax``."""
     path = Path(path)
+    checked = _CHECKED.pop(_file_key(path), None)
+    try:
+        if checked is not None:  # check_file read and checked this very file: convert what it read
+            return _Loader(checked, str(path), hwc_flatten, checked_input=True, keep_output_softmax=keep_output_softmax).run()
+        model, raw = read_model(path)
+        return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten, raw=raw,
+                                  keep_output_softmax=keep_output_softmax)
+    except UserError:
+        raise
+    except MemoryError as e:  # e.g. a shape of 2**40 rows
+        raise NetworkError(f"out of memory while loading the model ({_oneline(e)})", file=path) from None
+    except Exception as e:  # noqa: BLE001 - a malformed model the checks let through: one line, the file
+        raise NetworkError(f"malformed ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
+
+
+#: The model :func:`check_file` read last, for the :func:`load_onnx` of the same file that follows.
+_CHECKED: dict[tuple, onnx.ModelProto] = {}
+
+
+def _file_key(path: Path):
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def check_file(path: str | Path, *, keep: bool = True) -> None:
+    """Read ``path`` and run every check of :func:`check_model` without converting anything: what
+    ``cf-run`` does first, before compiling a certifier, so a bad or unsupported network is one line
+    within a second or two.  With ``keep``, the next :func:`load_onnx` of the same (unchanged) file in
+    this process reuses the model."""
+    path = Path(path)
+    model, raw = read_model(path)
+    check_model(model, str(path), raw)
+    _CHECKED.clear()
+    if keep:
+        _CHECKED[_file_key(path)] = model
+
+
+def read_model(path: Path) -> tuple[onnx.ModelProto, bytes | str]:
+    """The model in ``path`` (gzip-compressed or not) and what the full checker reads: its bytes, or
+    the path for a model whose weights are in external files (``onnx.load`` reads those)."""
     if not path.is_file():
         raise NetworkError("no such network file", file=path)
     from cfruntime import gzio
 
     try:
-        # a gzip-compressed model (VNN-COMP's .onnx.gz) is inflated in memory; a plain one keeps onnx.load (external data)
-        model = onnx.load_from_string(gzio.read_bytes(path)) if gzio.is_gzip(path) else onnx.load(str(path))
+        raw = gzio.read_bytes(path)
+        model = onnx.load_from_string(raw)
+        if not gzio.is_gzip(path) and any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer):
+            model, raw = onnx.load(str(path)), str(path)
     except Exception as e:  # protobuf DecodeError, corrupt gzip etc.
         raise NetworkError(f"not a valid ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
-    try:
-        return network_from_model(model, source=str(path), hwc_flatten=hwc_flatten)
-    except UserError:
-        raise
-    except MemoryError as e:  # e.g. a shape of 2**40 rows
-        raise NetworkError(f"out of memory while loading the model ({_oneline(e)})", file=path) from None
-    except Exception as e:  # noqa: BLE001 - a malformed model the checks above let through: one line, the file
-        raise NetworkError(f"malformed ONNX model ({type(e).__name__}: {_oneline(e)})", file=path) from None
+    return model, raw
 
 
-def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False) -> Network:
-    """Convert an in-memory ONNX ``ModelProto``."""
-    return _Loader(model, source, hwc_flatten).run()
+def network_from_model(model: onnx.ModelProto, *, source: str = "<model>", hwc_flatten: bool = False,
+                       raw: bytes | str | None = None, keep_output_softmax: bool = False) -> Network:
+    """Convert an in-memory ONNX ``ModelProto`` (``raw``: its serialised bytes, when at hand)."""
+    return _Loader(model, source, hwc_flatten, raw, keep_output_softmax=keep_output_softmax).run()
+
+
+def check_model(model: onnx.ModelProto, source: str, raw: bytes | str | None = None):
+    """Every check before conversion (:mod:`cfruntime.network.onnx_validation`): opsets, the data
+    input, every unsupported op at once, the full checker; returns the data input."""
+    if not isinstance(model, onnx.ModelProto) or len(model.graph.node) == 0:
+        raise NetworkError("not a valid ONNX model (empty graph)", file=source)
+    onnx_validation.check_opsets(model, source)
+    inp = onnx_validation.data_input(model, source)
+    if len(model.graph.output) != 1:
+        raise NetworkError(f"expected exactly one output, found {len(model.graph.output)}", file=source)
+    onnx_validation.check_supported(model, source, SUPPORTED_OPS, onnx_folding.foldable)
+    onnx_validation.check_full(model.SerializeToString() if raw is None else raw, source)
+    return inp
 
 
 def _oneline(e: Exception) -> str:
@@ -374,8 +237,13 @@ def _attrs(node) -> dict:
 
 
 class _Loader:
-    def __init__(self, model, source, hwc_flatten):
+    def __init__(self, model, source, hwc_flatten, raw=None, checked_input: bool = False, keep_output_softmax: bool = False):
         self.model = model
+        self.raw = raw
+        self.checked = checked_input
+        self.keep_output_softmax = keep_output_softmax
+        self.output_softmax_dropped = False
+        self.opset = onnx_validation.default_opset(model) or onnx.defs.onnx_opset_version()
         self.source = source
         self.hwc_flatten = hwc_flatten
         self.layers: list[Layer] = []
@@ -397,15 +265,8 @@ class _Loader:
     # -- main ----------------------------------------------------------------------------------
     def run(self) -> Network:
         g = self.model.graph
-        if not isinstance(self.model, onnx.ModelProto) or len(g.node) == 0:
-            raise self.err("not a valid ONNX model (empty graph)")
-        for node in g.node:
-            if node.domain not in ("", "ai.onnx") or node.op_type not in SUPPORTED_OPS:
-                raise self.unsupported(node)
-        try:
-            onnx.checker.check_model(self.model)
-        except Exception as e:
-            raise self.err(f"invalid ONNX model ({_oneline(e)})") from None
+        inp = onnx_validation.data_input(self.model, self.source) if self.checked else \
+            check_model(self.model, self.source, self.raw)
         inits = {}
         for t in g.initializer:
             arr = numpy_helper.to_array(t)
@@ -413,30 +274,13 @@ class _Loader:
                 bad = "NaN" if np.isnan(arr).any() else "infinite"
                 raise self.err(f"initializer '{t.name}' has {bad} values: no sound bounds through it")
             inits[t.name] = _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
-        data_inputs = [i for i in g.input if i.name not in inits]
-        if len(data_inputs) != 1:
-            raise self.err(f"expected exactly one data input, found {len(data_inputs)}")
-        if len(g.output) != 1:
-            raise self.err(f"expected exactly one output, found {len(g.output)}")
-        inp = data_inputs[0]
         shape, lead = self.input_shape(inp)
         self.layers.append(Layer(index=0, kind="input", shape=shape[lead:], name=_text(inp.name)))
         self.values.update(inits)
         self.values[inp.name] = _Lin(0, shape, [], lead)
 
         out_name = g.output[0].name
-        # only nodes the output depends on
-        producers = {o: n for n in g.node for o in n.output}
-        needed, stack = set(), [out_name]
-        while stack:
-            v = stack.pop()
-            n = producers.get(v)
-            if n is not None and id(n) not in needed:
-                needed.add(id(n))
-                stack.extend(i for i in n.input if i)
-        for node in g.node:
-            if id(node) not in needed:
-                continue
+        for node in onnx_validation.needed_nodes(g):
             if node.op_type == "Softmax":
                 self.softmax(node, out_name)
                 continue
@@ -456,7 +300,9 @@ class _Loader:
         last = self.materialize(out)
         if last != len(self.layers) - 1 or last == 0:
             raise self.err("the graph output is not a layer computed from the input")
-        return Network(self.layers, source=self.source, notices=self.notices, input_name=_text(inp.name))
+        net = Network(self.layers, source=self.source, notices=self.notices, input_name=_text(inp.name))
+        net.output_softmax_dropped = self.output_softmax_dropped
+        return net
 
     def input_shape(self, inp) -> tuple[tuple, int]:
         """The data input's ONNX shape for one sample and ``lead`` (1 if its first dimension is the
@@ -493,9 +339,18 @@ class _Loader:
         return 1 if len(shape) >= 2 and shape[0] == 1 else 0
 
     def softmax(self, node, out_name):
-        if node.output[0] != out_name:
-            raise self.unsupported(node, "Softmax is only supported as the last node")
+        """A Softmax at the output is dropped (bounds on the logits: exact for properties that compare
+        outputs, ``softmax(x)_i >= softmax(x)_j`` iff ``x_i >= x_j``), unless ``keep_output_softmax``;
+        anywhere else (or kept) it is built from exp and reciprocal layers (:mod:`.onnx_products`)."""
+        if node.output[0] != out_name or self.keep_output_softmax:
+            ins = [self.values[i] if i else None for i in node.input]
+            if not isinstance(ins[0], _Lin):
+                self.values[node.output[0]] = self.const_fold(node, ins, _attrs(node))
+            else:
+                self.values[node.output[0]] = onnx_products.op_Softmax(self, node, ins, _attrs(node))
+            return
         self.notices.append(f"Softmax at the output (node '{self.node_name(node)}') dropped: bounds are on the logits")
+        self.output_softmax_dropped = True
         self.values[node.output[0]] = self.values[node.input[0]]
 
     # -- layer creation ----------------------------------------------------------------------
@@ -577,18 +432,20 @@ class _Loader:
         return v.value
 
     def elementwise(self, lin: _Lin, node, scale=None, shift=None) -> _Lin:
-        n = lin.size
-        shp = lin.shape
+        """``scale * lin + shift`` for constants broadcasting with ``lin`` (``lin`` is first broadcast
+        to the common shape when a constant is larger: ``x[1, 1] + c[3]``)."""
+        consts = [np.asarray(c, dtype=np.float64) for c in (scale, shift) if c is not None]
+        try:
+            full = tuple(np.broadcast_shapes(lin.shape, *[c.shape for c in consts]))
+        except ValueError:
+            shapes = [tuple(c.shape) for c in consts]
+            raise self.unsupported(node, f"constant of shape {shapes[0]} does not broadcast to {lin.shape}") from None
+        if full != tuple(lin.shape):
+            lin = onnx_linear_ops.broadcast(self, node, lin, full)
+        n, shp = lin.size, lin.shape
 
         def bc(c):
-            c = np.asarray(c, dtype=np.float64)
-            try:
-                out_shape = np.broadcast_shapes(c.shape, shp)
-            except ValueError:
-                raise self.unsupported(node, f"constant of shape {c.shape} does not broadcast to {shp}") from None
-            if tuple(out_shape) != tuple(shp):
-                raise self.unsupported(node, f"constant of shape {c.shape} would change the shape {shp}")
-            return np.broadcast_to(c, shp).reshape(-1).copy()
+            return np.broadcast_to(np.asarray(c, dtype=np.float64), shp).reshape(-1).copy()
 
         sc = np.ones(n) if scale is None else bc(scale)
         sh = np.zeros(n) if shift is None else bc(shift)
@@ -612,67 +469,34 @@ class _Loader:
             return self.const_fold(node, ins, a)
         if op in ACTIVATION_KINDS:
             return self.op_activation(node, ins, a)
-        fn = getattr(self, "op_" + op)
-        return fn(node, ins, a)
+        handler = HANDLERS.get(op)
+        if handler is not None:
+            return handler(self, node, ins, a)
+        return getattr(self, "op_" + op)(node, ins, a)
 
     def const_fold(self, node, ins, a):
-        op = node.op_type
+        """A node on constants only: evaluated once (:mod:`cfruntime.network.onnx_folding`)."""
         vals = [None if v is None else v.value for v in ins]
-        if op == "Constant":
-            if "value" in a:
-                arr = numpy_helper.to_array(a["value"])
-            elif "value_float" in a:
-                arr = np.array(a["value_float"], dtype=np.float32)
-            elif "value_floats" in a:
-                arr = np.array(a["value_floats"], dtype=np.float32)
-            elif "value_int" in a:
-                arr = np.array(a["value_int"], dtype=np.int64)
-            elif "value_ints" in a:
-                arr = np.array(a["value_ints"], dtype=np.int64)
-            else:
-                raise self.unsupported(node, "Constant without a tensor value")
-            return _Const(arr.astype(np.float64) if arr.dtype.kind == "f" else arr)
         try:
-            if op in ("Identity", "Dropout"):
-                return _Const(vals[0])
-            if op in ("Add", "Sub", "Mul", "Div"):
-                f = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide}[op]
-                return _Const(f(vals[0], vals[1]))
-            if op == "Reshape":
-                shape = vals[1] if len(vals) > 1 else a["shape"]
-                shape = [d if d != 0 else vals[0].shape[i] for i, d in enumerate(np.asarray(shape).tolist())]
-                return _Const(vals[0].reshape(shape))
-            if op == "Transpose":
-                return _Const(np.transpose(vals[0], a.get("perm")))
-            if op in ("Squeeze", "Unsqueeze"):
-                x = np.asarray(vals[0])
-                raw = self.raw_axes(node, a)
-                if op == "Squeeze":
-                    axes = tuple(self.axes_of(node, a, x.ndim, op)) or None
-                    return _Const(np.squeeze(x, axis=axes))
-                for ax in self.axes_of(node, a, x.ndim + len(raw), op):
-                    x = np.expand_dims(x, ax)
-                return _Const(x)
-            if op == "MatMul":
-                return _Const(vals[0] @ vals[1])
-            if op == "Concat":
-                return _Const(np.concatenate([np.asarray(v) for v in vals], axis=a["axis"]))
-            if op == "Slice":
-                x = np.asarray(vals[0])
-                return _Const(x.reshape(-1)[self.slice_index(node, a, x.shape)])
-            if op == "Split":
-                x = np.asarray(vals[0])
-                return tuple(_Const(x.reshape(-1)[i]) for i in self.split_indices(node, a, x.shape))
-            if op == "Gemm":
-                A = vals[0].T if a.get("transA", 0) else vals[0]
-                B = vals[1].T if a.get("transB", 0) else vals[1]
-                y = a.get("alpha", 1.0) * (A @ B)
-                if len(vals) > 2 and vals[2] is not None:
-                    y = y + a.get("beta", 1.0) * vals[2]
-                return _Const(y)
-        except Exception as e:
-            raise self.err(f"cannot evaluate constant node '{self.node_name(node)}' ({_oneline(e)})") from None
-        raise self.unsupported(node, "on constant inputs only")
+            outs = onnx_folding.fold_node(node, vals, self.opset)
+        except onnx_folding.FoldingError as e:
+            raise self.err(f"cannot evaluate constant node '{self.node_name(node)}' ({node.op_type}: {e})") from None
+        consts = tuple(_Const(o) for o in outs)
+        return consts if len(node.output) > 1 else consts[0]
+
+    def op_Shape(self, node, ins, a):
+        """``Shape``/``Size`` of a perturbed value: its static shape (a batch of one)."""
+        return _Const(onnx_folding.fold_shape(node, tuple(ins[0].shape), self.opset))
+
+    op_Size = op_Shape
+
+    def op_Cast(self, node, ins, a):
+        """Cast of a perturbed value to a floating-point type: the value itself (the analysis is in
+        real arithmetic); to any other type it would no longer be a perturbation of the input."""
+        to = int(a.get("to", 0))
+        if to not in onnx_validation.FLOAT_INPUT_TYPES:
+            raise self.unsupported(node, f"cast of the perturbed value to {onnx.TensorProto.DataType.Name(to)}")
+        return ins[0]
 
     def op_Identity(self, node, ins, a):
         return ins[0]
@@ -735,37 +559,41 @@ class _Loader:
         return self.elementwise(self.nonlinear("hardtanh", node, unit), node, scale=half, shift=mid)
 
     def op_Add(self, node, ins, a):
+        """``x + c``: a gather stage; ``x + y`` of two perturbed values: :func:`.onnx_linear_ops.combine`
+        (one dense stage over a common layer, else an ``'add'`` layer: a residual join)."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            if x.shape != y.shape:
-                raise self.unsupported(node, f"residual Add of shapes {x.shape} and {y.shape}")
             if x is y:
                 return self.elementwise(x, node, scale=2.0)
-            px, py = self.materialize(x), self.materialize(y)
-            idx = self.add_layer("add", x.inner, [px, py], self.node_name(node))
-            return _Lin(idx, x.shape, [], x.lead)
+            return onnx_linear_ops.combine(self, node, [(x, 1.0), (y, 1.0)])
         lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
         return self.elementwise(lin, node, shift=c)
 
     def op_Sub(self, node, ins, a):
+        """``x - c``, ``c - x``: gather stages; ``x - y``: :func:`.onnx_linear_ops.combine` with -1."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            raise self.unsupported(node, "Sub of two data tensors")
+            if x is y:
+                return self.elementwise(x, node, scale=0.0)
+            return onnx_linear_ops.combine(self, node, [(x, 1.0), (y, -1.0)])
         if isinstance(x, _Lin):
             return self.elementwise(x, node, shift=-np.asarray(y.value, dtype=np.float64))
         return self.elementwise(y, node, scale=-1.0, shift=x.value)
 
     def op_Mul(self, node, ins, a):
+        """``c x``: a gather stage; ``x y`` of two perturbed values: a ``'mul'`` layer
+        (:func:`.onnx_products.product`)."""
         x, y = ins
         if isinstance(x, _Lin) and isinstance(y, _Lin):
-            raise self.unsupported(node, "Mul of two data tensors")
+            return onnx_products.op_Mul_variables(self, node, ins, a)
         lin, c = (x, y.value) if isinstance(x, _Lin) else (y, x.value)
         return self.elementwise(lin, node, scale=c)
 
     def op_Div(self, node, ins, a):
+        """``x / c``: a gather stage; by a perturbed value: :func:`.onnx_products.op_Div_variables`."""
         x, y = ins
-        if not isinstance(x, _Lin) or isinstance(y, _Lin):
-            raise self.unsupported(node, "Div is only supported as data / constant")
+        if isinstance(y, _Lin):
+            return onnx_products.op_Div_variables(self, node, ins, a)
         c = np.asarray(y.value, dtype=np.float64)
         if np.any(c == 0):
             raise self.err(f"division by zero in node '{self.node_name(node)}'")
@@ -976,20 +804,22 @@ class _Loader:
         return self.push(x, _DStage(W, b.copy(), tuple(shape[lead:])), node, shape, lead)
 
     def op_MatMul(self, node, ins, a):
+        """``x @ W`` with a 2-D constant ``W``: one dense stage (block diagonal over several rows);
+        ``W @ x`` with a vector ``x``: one dense stage (VNN-COMP ``test`` nets); any other product with a
+        constant operand: the dense map of its basis (:func:`.onnx_linear_ops.matmul_constant`); two
+        perturbed operands: :func:`.onnx_products.op_MatMul_variables`."""
         x, w = ins
-        if isinstance(w, _Lin) and not isinstance(x, _Lin) and len(w.shape) == 1:
+        if isinstance(x, _Lin) and isinstance(w, _Lin):
+            return onnx_products.op_MatMul_variables(self, node, ins, a)
+        if isinstance(w, _Lin) and len(w.shape) == 1 and np.ndim(x.value) == 2 and np.shape(x.value)[1] == w.shape[0]:
             # constant @ vector (VNN-COMP `test` nets: W @ X_0 with X_0 of shape [n]): W x = x W^T
             Wm = np.asarray(x.value, dtype=np.float64)
-            if Wm.ndim != 2 or Wm.shape[1] != w.shape[0]:
-                raise self.unsupported(node, f"MatMul of shapes {Wm.shape} and {w.shape}")
             return self.rowwise(w, node, Wm.copy(), np.zeros(Wm.shape[0]), (Wm.shape[0],))
-        if not isinstance(x, _Lin) or isinstance(w, _Lin):
-            raise self.unsupported(node, "only data @ constant and constant @ vector are supported")
-        Wm = np.asarray(w.value, dtype=np.float64)
-        if len(x.shape) < 1 or Wm.ndim != 2 or Wm.shape[0] != x.shape[-1]:
-            raise self.unsupported(node, f"MatMul of shapes {x.shape} and {Wm.shape}")
-        shape = tuple(x.shape[:-1]) + (Wm.shape[1],)
-        return self.rowwise(x, node, Wm.T.copy(), np.zeros(_prod(shape)), shape)
+        if isinstance(x, _Lin) and len(x.shape) >= 1 and np.ndim(w.value) == 2 and np.shape(w.value)[0] == x.shape[-1]:
+            Wm = np.asarray(w.value, dtype=np.float64)
+            shape = tuple(x.shape[:-1]) + (Wm.shape[1],)
+            return self.rowwise(x, node, Wm.T.copy(), np.zeros(_prod(shape)), shape)
+        return onnx_linear_ops.matmul_constant(self, node, x, w)
 
     # -- spatial ops -----------------------------------------------------------------------------
     def spatial_params(self, node, a, in_hw, kernel):
@@ -1227,25 +1057,40 @@ class _Loader:
         # which operand and which of its (flat) elements every output element is
         ends = np.cumsum([_prod(sh) for sh in shapes])
         tokens = np.concatenate([np.arange(e - _prod(sh), e).reshape(sh) for sh, e in zip(shapes, ends)], axis=axis)
+        channels = lead == 1 and axis == 1 and rank == 4 and len(lins) == len(ins)  # NCHW channels, no constants
+        return self.join(node, ins, tokens, lead, channels)
+
+    def join(self, node, ins: list, tokens: np.ndarray, lead: int, channels: bool = False):
+        """The value whose element at each position of ``tokens`` (an array of the result's full shape)
+        is element ``tokens[pos]`` of the operands' flat elements laid end to end (operand 0's first).
+        Operands (``_Lin`` or ``_Const``) over the same layer join into one stage over it, several
+        layers are summed by ``add`` layers (see :meth:`op_Concat`); a result of constants only is a
+        constant.  Concat and every selection op (:mod:`cfruntime.network.onnx_selection`) end here."""
+        sizes = [v.size if isinstance(v, _Lin) else int(np.asarray(v.value).size) for v in ins]
+        ends = np.cumsum(sizes)
         out_shape = tuple(int(d) for d in tokens.shape)
-        tokens = tokens.reshape(-1)
+        tokens = tokens.reshape(-1).astype(np.int64)
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= ends[-1]):
+            raise self.err(f"node '{self.node_name(node)}': an element outside its operands")
         part = np.searchsorted(ends, tokens, side="right")
-        local = tokens - (ends - [_prod(sh) for sh in shapes])[part]
+        local = tokens - (ends - np.asarray(sizes))[part]
+        consts = np.concatenate([np.zeros(n) if isinstance(v, _Lin) else np.asarray(v.value, np.float64).reshape(-1)
+                                 for v, n in zip(ins, sizes)])[tokens]
+        used = set(np.unique(part).tolist())
+        if not any(isinstance(v, _Lin) and i in used for i, v in enumerate(ins)):
+            return _Const(consts.reshape(out_shape))
         # every operand from the input as (layer, pending stage over it)
         maps: dict[int, tuple[int, object]] = {}
         for i, v in enumerate(ins):
-            if isinstance(v, _Lin):
+            if isinstance(v, _Lin) and i in used:
                 if len(v.stages) == 1:
                     maps[i] = (v.src, v.stages[0])
                 else:
                     src = v.src if not v.stages else self.materialize(v)
                     n = self.layers[src].size
                     maps[i] = (src, _GStage(np.arange(n), np.ones(n), np.zeros(n), n, tuple(self.layers[src].shape)))
-        consts = np.concatenate([np.zeros(_prod(sh)) if isinstance(v, _Lin) else np.asarray(v.value, np.float64).reshape(-1)
-                                 for v, sh in zip(ins, shapes)])[tokens]
         sources = list(dict.fromkeys(src for src, _ in maps.values()))
         inner = out_shape[lead:]
-        channels = lead == 1 and axis == 1 and rank == 4 and len(lins) == len(ins)  # NCHW channels, no constants
         joined = [self.concat_stage(node, [(i, st) for i, (src, st) in maps.items() if src == s], part, local,
                                     consts if k == 0 else np.zeros_like(consts), inner, channels)
                   for k, s in enumerate(sources)]

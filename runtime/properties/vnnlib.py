@@ -108,6 +108,17 @@ class VnnlibProperty:
     def disjuncts(self) -> list[tuple[np.ndarray, np.ndarray]]:
         return self._single().disjuncts
 
+    def compares_outputs_only(self) -> bool:
+        """Whether every constraint row is ``c (y_i - y_j) <= 0``: true of the outputs of a network
+        exactly when of its logits before a Softmax (softmax keeps the order of the outputs)."""
+        for region in self.regions:
+            for A, b in region.disjuncts:
+                for row, rhs in zip(A, b):
+                    nz = np.flatnonzero(row)
+                    if rhs != 0 or len(nz) != 2 or row[nz[0]] != -row[nz[1]]:
+                        return False
+        return True
+
 
 # ---------------------------------------------------------------------------------------------
 # s-expression reader

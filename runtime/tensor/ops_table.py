@@ -46,6 +46,8 @@ UNARY = {
     "square": torch.square,
     "sign": torch.sign,
     "floor": torch.floor,
+    "sin": torch.sin,
+    "cos": torch.cos,
     "ceil": torch.ceil,
     "reciprocal": torch.reciprocal,
     "isnan": torch.isnan,

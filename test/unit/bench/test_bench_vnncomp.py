@@ -1,6 +1,7 @@
 """``bench/vnncomp.py`` runs benchmark folders through ``cf-run --instances`` and tabulates the verdicts
 (issue 16): a folder of two generated benchmarks -- an MLP with one ``unsat`` and one ``sat`` instance,
-and one whose network has an op no certifier handles (``error``, with its reason)."""
+and one whose network has an op no certifier handles (``error``, with its reason); the competition's
+results are read in 2021's layout (``*.csv``) and in 2024's (``TOOL/YEAR_BENCHMARK/results.csv``)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_bench_tabulates_every_benchmark(tmp_path):
     (mlp / "instances.csv").write_text("net.onnx,never.vnnlib,60\nnet.onnx,always.vnnlib,60\n")
     odd = root / "odd"
     odd.mkdir()
-    onnx.save(make_model([helper.make_node("Sign", ["input"], ["output"], name="sign")], {}, (4,)), odd / "net.onnx")
+    onnx.save(make_model([helper.make_node("Erf", ["input"], ["output"], name="erf")], {}, (4,)), odd / "net.onnx")
     (odd / "p.vnnlib").write_text(vnnlib(4, 4, ["(assert (>= Y_0 1000000.0))"]))
     (odd / "instances.csv").write_text("net.onnx,p.vnnlib,60\n")
     out = tmp_path / "vnncomp.json"
@@ -52,8 +53,8 @@ def test_bench_tabulates_every_benchmark(tmp_path):
     d = {b["benchmark"]: b for b in json.loads(out.read_text())["benchmarks"]}
     assert (d["mlp"]["instances"], d["mlp"]["analysed"], d["mlp"]["unsat"], d["mlp"]["sat"]) == (2, 2, 1, 1)
     assert (d["odd"]["instances"], d["odd"]["analysed"], d["odd"]["error"]) == (1, 0, 1)
-    assert list(d["odd"]["error_reasons"]) == ["unsupported ONNX op 'Sign'"]
-    assert "unsupported ONNX op 'Sign'" in lines["odd"]
+    assert list(d["odd"]["error_reasons"]) == ["unsupported ONNX op 'Erf'"]
+    assert "unsupported ONNX op 'Erf'" in lines["odd"]
     assert np.isfinite(d["mlp"]["instances_s"])
     assert (d["mlp"]["reference"]["agree"], d["mlp"]["reference"]["disagree"]) == (1, 1)
     assert d["mlp"]["reference"]["disagreements"] == [{"onnx": "net.onnx", "vnnlib": "always.vnnlib", "ours": "sat",
@@ -65,3 +66,25 @@ def test_bench_refuses_a_folder_without_instances(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(tmp_path)], capture_output=True, text=True,
                        cwd=REPO)
     assert p.returncode == 1 and p.stderr.strip().startswith("error: ") and "instances.csv" in p.stderr
+
+
+def test_reference_results_in_the_2024_layout(tmp_path):
+    """``TOOL/2024_BENCHMARK/results.csv`` files (vnncomp2024_results) are read like 2021's ``*.csv``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_vnncomp", REPO / "bench" / "vnncomp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for tool, result in (("alpha_beta_crown", "unsat"), ("neuralsat", "unsat"), ("pyrat", "sat")):
+        d = tmp_path / tool / "2024_lsnc"
+        d.mkdir(parents=True)
+        (d / "results.csv").write_text(f"lsnc,vnncomp2024_benchmarks/benchmarks/lsnc/onnx/q.onnx,"
+                                       f"vnncomp2024_benchmarks/benchmarks/lsnc/vnnlib/q_0.vnnlib,21.7,{result},33.9\n"
+                                       f"lsnc,x/onnx/q.onnx,x/vnnlib/q_1.vnnlib,21.7,timeout,100.0\n")
+    (tmp_path / "SCORING").mkdir()
+    (tmp_path / "SCORING" / "results.csv").write_text("lsnc,q.onnx,q_0.vnnlib,0,sat,1\n")  # not a tool's
+    assert len(bench.result_files(str(tmp_path))) == 3
+    votes = bench.reference_verdicts(str(tmp_path))
+    assert votes == {("lsnc", "q.onnx", "q_0.vnnlib"): {"unsat": 2, "sat": 1}}
+    rows = [{"onnx": "onnx/q.onnx", "vnnlib": "vnnlib/q_0.vnnlib.gz", "verdict": "unsat"}]
+    assert bench.compare(rows, "lsnc", votes) == {"agree": 1, "disagree": 0, "disagreements": []}

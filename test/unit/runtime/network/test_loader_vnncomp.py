@@ -203,11 +203,11 @@ def test_constant_matmul_vector_input(n_in):
     assert net.input_shape == (n_in,) and kinds(net) == [("input", None), ("affine", "dense"), ("relu", None), ("affine", "dense")]
 
 
-def test_constant_matmul_of_a_matrix_is_refused_in_one_line(tmp_path):
+def test_constant_matmul_of_a_matrix_is_one_dense_layer():
+    """``W @ X`` of a constant and a matrix (refused before issue 27): the dense map of the basis."""
     inits = {"W": f32(4, 2)}
-    model = raw_model([helper.make_node("MatMul", ["W", "X"], ["Y"], name="M0")], inits, [2, 3], [4, 3])
-    with pytest.raises(UnsupportedOpError, match="MatMul.*M0"):
-        network_from_model(model)
+    net = check_against_ort(raw_model([helper.make_node("MatMul", ["W", "X"], ["Y"], name="M0")], inits, [2, 3], [4, 3]))
+    assert kinds(net) == [("input", None), ("affine", "dense")] and net[1].shape == (4, 3)
 
 
 def test_unbatched_matrix_input_rowwise_matmul_and_reshape():

@@ -1,0 +1,64 @@
+"""cf-verify on issue 27's rules: Neuron_mult (McCormick's planes, the interval product, the product
+zonotope; a polynomial: exact in the solver), Sign (exact) and Exp (exp's facts of
+cfmlir.verify.nonlinear) are verified in every shipped certifier; Floor (z3's integer part) and
+Reciprocal (its branch across 0 is IEEE infinities, which the solver's reals do not have) end
+``unknown``, never with a counterexample; Sin and Cos are outside the fragment (no trigonometry in the
+solver).  Unsound variants are refuted with a replayed counterexample."""
+
+from __future__ import annotations
+
+import pytest
+
+from cfmlir.certifiers import BASE_CERTIFIERS, certifier_source
+from cfmlir.verify import COUNTEREXAMPLE, VERIFIED, verify_source
+
+EXACT_OPS = {"Neuron_mult", "Sign", "Exp"}
+
+
+@pytest.mark.parametrize("name", list(BASE_CERTIFIERS) + ["deeppoly_2"])
+def test_exact_rules_verified(name):
+    results = verify_source(*certifier_source(name), K=2, M=2, timeout=60, ops=EXACT_OPS)
+    assert sorted(r.op for r in results) == sorted(EXACT_OPS)
+    assert [r.line() for r in results if r.status != VERIFIED] == []
+
+
+@pytest.mark.parametrize("name", ["ibp", "deeppoly", "deepz"])
+def test_floor_and_reciprocal_never_refuted(name):
+    results = verify_source(*certifier_source(name), K=2, M=2, timeout=5, ops={"Floor", "Reciprocal"})
+    assert sorted(r.op for r in results) == ["Floor", "Reciprocal"]
+    assert [r.line() for r in results if r.status == COUNTEREXAMPLE] == []
+
+
+def test_sin_and_cos_are_outside_the_fragment():
+    from cfmlir.verify import FragmentError
+
+    with pytest.raises(FragmentError, match="cannot encode the operator 'Sin'"):
+        verify_source(*certifier_source("ibp"), ops={"Sin"}, timeout=5)
+
+
+#: (certifier, old text, new text, rule): each breaks a shape constraint for some input.
+UNSOUND = [
+    # the upper plane with the lower plane's corner
+    ("crown_ibp", "func mc_upper(Neuron x, Neuron y) = y[u] * x + x[l] * y - x[l] * y[u];",
+     "func mc_upper(Neuron x, Neuron y) = y[l] * x + x[l] * y - x[l] * y[l];", "Neuron_mult"),
+    # the interval product from two corners only (wrong when an operand changes sign)
+    ("ibp", "func mc_lo(Float a, Float b, Float c, Float d) = min(min(a * c, a * d), min(b * c, b * d));",
+     "func mc_lo(Float a, Float b, Float c, Float d) = min(a * c, b * d);", "Neuron_mult"),
+    # half the product zonotope's error term
+    ("deepz", "(((b - a) / 2.0) * ((d - c) / 2.0)) * sym;", "(((b - a) / 2.0) * ((d - c) / 4.0)) * sym;", "Neuron_mult"),
+    # Sign's image without its zero
+    ("ibp", "func sgn(Float x) = x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : 0.0);", "func sgn(Float x) = x > 0.0 ? 1.0 : -1.0;", "Sign"),
+    # the chord below a convex function
+    ("deeppoly", "func exp_lower(Neuron n) = line_lower(n, exp(ex_t(n)), ex_t(n), exp(ex_t(n)));",
+     "func exp_lower(Neuron n) = line_lower(n, ex_k(n[l], n[u]), n[l], exp(n[l]));", "Exp"),
+]
+
+
+@pytest.mark.parametrize("mutant", UNSOUND, ids=[f"{m[0]}-{m[3]}-{i}" for i, m in enumerate(UNSOUND)])
+def test_unsound_variant_refuted(mutant):
+    cert, old, new, op = mutant
+    text, file = certifier_source(cert)
+    assert text.count(old) == 1, old
+    (r,) = verify_source(text.replace(old, new), file, ops={op}, timeout=60)
+    assert r.status == COUNTEREXAMPLE, r.line()
+    assert "violates" in r.detail
