@@ -26,6 +26,7 @@ from cfruntime.flow import ops as rt
 from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
 from cfruntime.flow.representation import Representation
+from cfruntime.flow.specialise import rule_without
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.values import Affine
 
@@ -120,7 +121,7 @@ class EngineResult:
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
-                  widen: bool | None = None) -> EngineResult:
+                  widen: bool | None = None, bound_overrides: dict | None = None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -144,7 +145,16 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     ``widen=False`` gives the raw low-precision bounds (for measuring the widening's cost);
     ``widen=True`` in float64 gives rigorous float64 bounds (off by default there: float64 bounds are
     compared bit for bit with the reference interpreter's, and their rounding, ~1e-13 relative, is
-    far below float32's)."""
+    far below float32's).
+
+    ``bound_overrides`` (``{layer: BoundOverride}``, :mod:`cfruntime.flow.overrides`): per-row bounds that
+    tighten (or replace) a layer's Float lower/upper members right after its rule, as a branch-and-bound
+    search fixes a split neuron's sign or reuses a parent domain's bounds; never replayed as a CUDA graph."""
+    if bound_overrides:
+        from cfruntime.flow.overrides import check_overrides
+
+        check_overrides(bound_overrides, network, lb.shape[0])
+        graph = False
     if widen is None:
         widen = widening.widened(dtype)
     if representation is None:
@@ -162,7 +172,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
         if out is not None:
             return EngineResult(out[0], out[1], None)
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        return _run(cert, network, lb, ub, representation, dtype, device, widen)
+        return _run(cert, network, lb, ub, representation, dtype, device, widen, bound_overrides or None)
 
 
 def _box(lb, ub, dtype, device, widen: bool):
@@ -194,7 +204,7 @@ def _full_precision_float32():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
-def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False) -> EngineResult:
+def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, overrides=None) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
@@ -225,6 +235,11 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         inits = out_of_memory_at(lambda: wide.input(inits, n0), 0, "input", b, rep.device)
     for name, _, _ in members:
         store.put(0, name, inits[name])
+    bound_pos = None
+    if overrides is not None:
+        overrides = {k: ov.cast(dtype, rep.device) for k, ov in overrides.items()}
+        names = [n for n, _, _ in members]
+        bound_pos = (names.index(lo_name), names.index(hi_name))
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
@@ -232,11 +247,18 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         new_sym = sym + cert.noise.get(op, 0) * layer.size
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
         failed = None
+        ov = overrides.get(layer.index) if overrides is not None else None
         try:
-            values = cert.rules[op](rt, ctx)
+            if ov is not None and ov.replace:  # the rule without its own Float bounds, then the given ones
+                values = list(rule_without(cert, op, bound_pos)(rt, ctx))
+                values[bound_pos[0]], values[bound_pos[1]] = ov.lower, ov.upper
+            else:
+                values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
                 mats = wide.apply(layer, mats, sym, new_sym, cert.noise.get(op, 0) >= 1)
+            if ov is not None:
+                mats[lo_name], mats[hi_name] = ov.apply(mats[lo_name], mats[hi_name])
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except Exception as exc:  # an allocation failure becomes a located, retryable error
