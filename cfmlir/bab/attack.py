@@ -18,9 +18,12 @@ import torch
 
 
 def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, steps: int, generator: torch.Generator,
-        per_disjunct: bool = False, penalty=None):
+        per_disjunct: bool = False, penalty=None, deadline: float | None = None):
     """``(x [N, n], violation [N])``: the best point found in each box ``[lb[i], ub[i]]`` (``[N, n]``) and
-    its violation (see the module docstring)."""
+    its violation (see the module docstring); fewer steps when the :func:`time.monotonic` ``deadline``
+    comes first."""
+    import time
+
     n_box, n = lb.shape
     groups = len(objective.groups) if per_disjunct else 1
     reps = restarts * groups
@@ -41,7 +44,7 @@ def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, st
             better = total < best
             best = torch.where(better, total, best)
             best_x[better] = x[better]
-        if t == steps:
+        if t == steps or (deadline is not None and time.monotonic() > deadline):
             break
         (g,) = torch.autograd.grad(total.sum(), x)
         step = width * (0.1 * (1 - t / steps) + 0.005)

@@ -8,7 +8,7 @@ bounds, with a split neuron's bound at 0 -- reaches the certifier through the en
 
 * ``reuse="replace"``: the carried layers' bounds *are* the domain's (the rules do not recompute them,
   :mod:`cfruntime.flow.specialise`); only the layers in between (ReLU outputs, cheap) and the last layer
-  (the property's rows, a back-substitution of ``R`` rows) are computed.  Splitting a ReLU changes only
+  (the property's rows, a back-substitution of ``R`` rows; their lower bounds only) are computed.  Splitting a ReLU changes only
   its own relaxation, which becomes exact, so this is how a ReLU split is bounded (as in BaBSR and
   beta-CROWN without refined intermediate bounds).
 * ``reuse="tighten"``: every layer is recomputed and intersected with the domain's bounds (input
@@ -105,10 +105,12 @@ class CertifierBounding:
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
 
-        overrides = None
+        # the rows' upper bounds are never used: the last layer's rule does not compute them
+        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.inf, dtype=torch.float64)
+        overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
         if has_carried:
-            overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=reuse == "replace")
-                         for k in self.structure.carried}
+            overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
+                                               replace=reuse == "replace") for k in self.structure.carried})
         res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None

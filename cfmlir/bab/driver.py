@@ -37,6 +37,10 @@ from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabO
 from cfmlir.bab.structure import structure_of
 
 
+#: the first attack may take this share of the time left
+ATTACK_SHARE = 0.2
+
+
 class _Stop(Exception):
     def __init__(self, why: str):
         self.why = why
@@ -111,6 +115,8 @@ class _RegionSearch:
         self._first_attack()
         t0 = time.monotonic()
         try:
+            if self.deadline is not None and t0 > self.deadline:
+                raise _Stop("deadline")
             root = self._root()
             if root is None:
                 return
@@ -127,8 +133,16 @@ class _RegionSearch:
             return
         lb, ub = self.box[0].reshape(1, -1), self.box[1].reshape(1, -1)
         x, v = attack.pgd(self.net, self.objective, lb, ub, restarts=o.attack_restarts, steps=o.attack_steps,
-                          generator=self.gen, per_disjunct=len(self.objective.groups) <= 16)
+                          generator=self.gen, per_disjunct=len(self.objective.groups) <= 16,
+                          deadline=self._share(ATTACK_SHARE))
         self._confirm_points(x, v)
+
+    def _share(self, share: float) -> float | None:
+        """The time when ``share`` of what is left until the deadline has passed (None: no deadline)."""
+        if self.deadline is None:
+            return None
+        now = time.monotonic()
+        return now + share * max(0.0, self.deadline - now)
 
     def _confirm_points(self, xs, violations) -> None:
         cex = attack.confirm(self.net, self.prop, self.ri, xs, violations)
@@ -295,6 +309,7 @@ class _RegionSearch:
         lb, ub = self.bounding._boxes(some)
         rows = torch.arange(len(some)).repeat(2)  # two restarts per domain
         x, v = attack.pgd(self.net, self.objective, lb, ub, restarts=2, steps=max(10, o.attack_steps // 5),
-                          generator=self.gen, penalty=attack.split_penalty(self.structure, some, rows))
+                          generator=self.gen, penalty=attack.split_penalty(self.structure, some, rows),
+                          deadline=self.deadline)
         if bool((v <= 0).any()):
             self._confirm_points(x, v)

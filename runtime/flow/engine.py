@@ -249,9 +249,12 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         failed = None
         ov = overrides.get(layer.index) if overrides is not None else None
         try:
-            if ov is not None and ov.replace:  # the rule without its own Float bounds, then the given ones
-                values = list(rule_without(cert, op, bound_pos)(rt, ctx))
-                values[bound_pos[0]], values[bound_pos[1]] = ov.lower, ov.upper
+            if ov is not None and ov.replace:  # the rule without the Float bounds given, then those
+                sides = [(pos, v) for pos, v, side in zip(bound_pos, (ov.lower, ov.upper), ("lower", "upper"))
+                         if ov.replaces(side)]
+                values = list(rule_without(cert, op, tuple(pos for pos, _ in sides))(rt, ctx))
+                for pos, v in sides:
+                    values[pos] = v
             else:
                 values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}

@@ -14,7 +14,9 @@ whose roles are ``lower`` and ``upper`` (:mod:`cfruntime.contract`) become
   row's subdomain, so their intersection does); ``-inf``/``inf`` entries change nothing;
 * ``l := lo``, ``u := hi`` (``replace=True``: the caller's bounds *are* the layer's bounds; the rule is
   then run without computing its own, :mod:`cfruntime.flow.specialise`, which skips e.g. DeepPoly's
-  back-substitution of every neuron of an affine layer).
+  back-substitution of every neuron of an affine layer); ``replace="lower"`` or ``"upper"`` replaces one
+  side only (``BoundOverride(upper=inf, replace="upper")`` on the last layer: its upper bounds are not
+  wanted, so they are not computed).
 
 Every later rule reads the new bounds.  This is sound for every certifier whose shape constraints make
 those members bounds of the neuron (``curr[l] <= curr <= curr[u]``): the subdomain's concrete values
@@ -35,15 +37,22 @@ import torch
 @dataclass
 class BoundOverride:
     """Lower and upper bounds ``[B, n]`` (either may be None: no bound on that side) of one layer's
-    neurons per batch row; ``replace``: they replace the rule's bounds instead of tightening them."""
+    neurons per batch row; ``replace``: they replace the rule's bounds instead of tightening them (True:
+    both sides, ``"lower"``/``"upper"``: that side only)."""
 
     lower: torch.Tensor | None = None
     upper: torch.Tensor | None = None
-    replace: bool = False
+    replace: bool | str = False
 
     def __post_init__(self):
-        if self.replace and (self.lower is None or self.upper is None):
-            raise ValueError("a replacing bound override needs both the lower and the upper bounds")
+        if self.replace not in (False, True, "lower", "upper"):
+            raise ValueError(f"replace must be False, True, 'lower' or 'upper', not {self.replace!r}")
+        if self.replaces("lower") and self.lower is None or self.replaces("upper") and self.upper is None:
+            raise ValueError("a replacing bound override needs the bounds of the sides it replaces")
+
+    def replaces(self, side: str) -> bool:
+        """True when the given ``side`` (``"lower"``/``"upper"``) replaces the rule's."""
+        return self.replace is True or self.replace == side
 
     def cast(self, dtype: torch.dtype, device) -> "BoundOverride":
         """The bounds in ``dtype`` on ``device``, rounded outward (the cast bounds contain the given ones)."""
@@ -60,12 +69,10 @@ class BoundOverride:
 
     def apply(self, lower: torch.Tensor, upper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The layer's bounds after the override (``lower``/``upper``: the rule's, ``[B, n]``)."""
-        if self.replace:
-            return self.lower, self.upper
         if self.lower is not None:
-            lower = torch.maximum(lower, self.lower)
+            lower = self.lower if self.replaces("lower") else torch.maximum(lower, self.lower)
         if self.upper is not None:
-            upper = torch.minimum(upper, self.upper)
+            upper = self.upper if self.replaces("upper") else torch.minimum(upper, self.upper)
         return lower, upper
 
 

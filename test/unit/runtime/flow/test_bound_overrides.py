@@ -86,6 +86,12 @@ def test_replaced_bounds_skip_the_back_substitution(shipped, case, monkeypatch):
         run_certifier(cert, net, lb, ub, bound_overrides=given)
     assert traverses == [last, last]
     assert replaced.ops < full.ops and replaced.syncs == full.syncs == 0
+    # the last layer's upper bounds given up (+inf): one traverse, the lower bounds unchanged
+    traverses.clear()
+    given[last] = BoundOverride(upper=torch.full((5, 3), float("inf"), dtype=torch.float64), replace="upper")
+    lower_only = run_certifier(cert, net, lb, ub, bound_overrides=given)
+    assert traverses == [last] and torch.equal(lower_only.lower, ref.lower)
+    assert bool(torch.isinf(lower_only.upper).all())
 
 
 @pytest.mark.parametrize("name", POLYHEDRAL + ["deepz", "ibp"])
@@ -138,5 +144,7 @@ def test_bad_overrides_name_the_layer(shipped, case):
         run_certifier(cert, net, lb, ub, bound_overrides={1: BoundOverride(torch.zeros(5, 3), None)})
     with pytest.raises(ValueError, match="no layer 99"):
         run_certifier(cert, net, lb, ub, bound_overrides={99: BoundOverride(None, None)})
-    with pytest.raises(ValueError, match="needs both"):
+    with pytest.raises(ValueError, match="needs the bounds of the sides it replaces"):
         BoundOverride(torch.zeros(5, 12), None, replace=True)
+    with pytest.raises(ValueError, match="replace must be"):
+        BoundOverride(torch.zeros(5, 12), None, replace="both")
