@@ -77,9 +77,11 @@ class CertifierBounding:
         p = len(domains)
         return self.box[0].reshape(1, -1).expand(p, -1), self.box[1].reshape(1, -1).expand(p, -1)
 
-    def bound(self, domains: Domains, reuse: str = "replace") -> Bounds:
+    def bound(self, domains: Domains, reuse: str = "replace", replace_upto: int = -1) -> Bounds:
         """Bounds of every domain of the batch (``reuse``: ``"replace"`` or ``"tighten"``, see the module
-        docstring; a domain without carried bounds -- the root -- is bounded from its box alone)."""
+        docstring; with ``"tighten"``, the carried layers up to ``replace_upto`` are still replaced: no split
+        below a ReLU split changes them; a domain without carried bounds -- the root -- is bounded from its
+        box alone)."""
         from cfruntime.flow.batching import in_batches
 
         if reuse not in ("replace", "tighten"):
@@ -87,7 +89,8 @@ class CertifierBounding:
         lb, ub = self._boxes(domains)
         has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
         want_layers = reuse == "tighten" or not has_carried
-        parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, reuse, has_carried, want_layers),
+        replaced = {k for k in self.structure.carried if reuse == "replace" or k <= replace_upto}
+        parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, replaced, has_carried, want_layers),
                                     len(domains), self.batch_size)
         rows = torch.cat([p[2][0] for p in parts])
         self.rows_bounded += rows.shape[0]
@@ -100,7 +103,7 @@ class CertifierBounding:
                 empty |= (lo > hi).any(1)
         return Bounds(rows, carried, empty)
 
-    def _run(self, domains: Domains, lb, ub, a: int, b: int, reuse: str, has_carried: bool, want_layers: bool):
+    def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
         from cfmlir.engines import store_layer_bounds
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
@@ -110,7 +113,7 @@ class CertifierBounding:
         overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
-                                               replace=reuse == "replace") for k in self.structure.carried})
+                                               replace=k in replaced) for k in self.structure.carried})
         res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None

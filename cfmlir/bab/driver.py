@@ -253,15 +253,35 @@ class _RegionSearch:
         top = scores.topk(k, dim=1)
         cands = Domains.cat([branching.relu_children(self.structure, batch, top.indices[:, j]) for j in range(k)])
         self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
+        choice = top.indices[:, 0]
         if k > 1:
             values = cands["value"].clone()
             invalid = (top.values < 0).T.reshape(k, 1, p).expand(k, 2, p).reshape(-1)  # a stable candidate
             values[invalid] = -torch.inf
             best = branching.pick_best_candidates(values, p, k)
             cands = branching.gather_candidate_children(cands, best, p, k)
+            choice = top.indices[torch.arange(p), best]
         if o.refine:
-            self._bound_into(cands, "tighten", parent_rows=cands["rows"])
+            self._refine(cands, choice.repeat(2))
         return cands
+
+    def _refine(self, kids: Domains, choice: torch.Tensor) -> None:
+        """Recompute the carried layers after each child's split layer (those before it cannot change),
+        intersected with the child's bounds: one engine call per split layer."""
+        layer_of = torch.cat([torch.full((s.size,), s.pre, dtype=torch.int64) for s in self.structure.split_layers])
+        split_at = layer_of[choice]
+        for pre in torch.unique(split_at).tolist():
+            if not any(k > pre for k in self.structure.carried):
+                continue  # the last split layer: nothing after it to refine
+            rows = torch.nonzero(split_at == pre).reshape(-1)
+            part = kids.select(rows)
+            self._bound_into(part, "tighten", parent_rows=part["rows"], replace_upto=pre)
+            for name, v in part.items():
+                if name in kids:
+                    kids[name][rows] = v
+                else:
+                    kids[name] = torch.zeros((len(kids), *v.shape[1:]), dtype=v.dtype)
+                    kids[name][rows] = v
 
     # -- input branching -----------------------------------------------------------------------------------
     def _branch_input(self, batch: Domains) -> Domains:
@@ -280,8 +300,8 @@ class _RegionSearch:
             cands = branching.gather_candidate_children(cands, best, p, k)
         return cands
 
-    def _bound_into(self, kids: Domains, reuse: str, parent_rows: torch.Tensor) -> None:
-        bounds = self.bounding.bound(kids, reuse)
+    def _bound_into(self, kids: Domains, reuse: str, parent_rows: torch.Tensor, replace_upto: int = -1) -> None:
+        bounds = self.bounding.bound(kids, reuse, replace_upto)
         self._stop_if_unsound()
         kids["rows"] = torch.maximum(bounds.rows, parent_rows)
         kids["value"] = self.objective.value(kids["rows"])
