@@ -15,7 +15,10 @@ functions that need them.
 _API = ("Certifier", "Network", "Result", "VnnlibResult", "compile", "load_network", "robustness_property",
         "load_vnnlib", "certify", "engine_for", "BoundedNetwork", "BoundsError")
 
-__all__ = list(_API)
+#: branch and bound (:mod:`cfmlir.bab`)
+_BAB = ("verify_property", "BabOptions", "BabOutcome")
+
+__all__ = list(_API) + list(_BAB)
 
 
 #: the auto_LiRPA-style API (:mod:`cfmlir.bounded`)
@@ -31,8 +34,12 @@ def __getattr__(name):
         from cfmlir import api
 
         return getattr(api, name)
+    if name in _BAB:
+        from cfmlir import bab
+
+        return getattr(bab, name)
     raise AttributeError(f"module 'cfmlir' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_API))
+    return sorted(list(globals()) + list(_API) + list(_BAB))

@@ -258,7 +258,7 @@ def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch
 def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None = None, *, margin_bounds=None, C=None,
                  n_samples: int = 256, n_vertices: int = 64, pgd_steps: int = 20, pgd_neurons: int = 16, pgd_restarts: int = 1,
                  tol: float = 1e-6, seed: int = 0, chunk: int = 1024, keep_points: bool = True,
-                 max_per_layer: int | None = None, stats: dict | None = None) -> list[Violation]:
+                 max_per_layer: int | None = None, stats: dict | None = None, inside=None) -> list[Violation]:
     """Report concrete values outside their claimed bounds.
 
     ``input_lb/input_ub``: ``[B, *input_shape]`` (or one box).  ``layer_bounds``:
@@ -270,6 +270,11 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
     below ``lb - tol*max(1,|lb|)`` or above ``ub + tol*max(1,|ub|)``.
     Returns the violations sorted by how far they exceed the bound (worst first), at most one per
     (layer, neuron, sample, side): the worst value found.
+
+    ``inside(values, sample_ids) -> [R] bool`` (``values``: every layer's values of ``R`` points): the bounds
+    of box ``b`` hold only on the points of the box it accepts -- a branch-and-bound subdomain, a box with
+    ReLU signs fixed (:mod:`cfmlir.bab.bounding`); the other points are not checked (PGD then runs through
+    every layer, so that ``inside`` sees them all).
 
     ``keep_points=False`` keeps no input point per violation (``Violation.point`` is None; a wrong
     certifier on a big network has millions of violations).  ``max_per_layer``: return only the
@@ -323,16 +328,21 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
         for s in range(0, flat.shape[0], chunk):
             xs, ss = flat[s:s + chunk], sids[s:s + chunk]
             vals = network.forward_all(xs, sample_ids=ss)
+            member = None if inside is None else inside(vals, ss)
             for key, (lo, hi) in checks.items():
                 v = layer_vals(vals, key, ss)
                 kinds = src_arr[(np.arange(s, s + xs.shape[0]) % P)]
                 for kind in ("sample", "vertex"):
                     m = torch.from_numpy(kinds == kind)
+                    if member is not None:
+                        m &= member
                     if bool(m.any()):
                         tracker.check(key, v[m], ss[m], lo, hi, xs[m], kind)
                 # slack to the bounds, per sample and neuron
                 for b_i in torch.unique(ss).tolist():
-                    rows = ss == b_i
+                    rows = ss == b_i if member is None else (ss == b_i) & member
+                    if not bool(rows.any()):
+                        continue
                     closest[key][0][b_i] = torch.minimum(closest[key][0][b_i], (v[rows] - lo[b_i]).min(dim=0).values)
                     closest[key][1][b_i] = torch.minimum(closest[key][1][b_i], (hi[b_i] - v[rows]).min(dim=0).values)
 
@@ -342,7 +352,7 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
         for key, (lo, hi) in checks.items():
             size = lo.shape[1]
             n_pick = size if key == MARGIN else min(pgd_neurons, size)
-            upto = None if key == MARGIN else key
+            upto = None if key == MARGIN or inside is not None else key
             t_sample, t_neuron, t_sign = [], [], []
             for side_i, (sign, bound) in enumerate(((1.0, lo), (-1.0, hi))):
                 slack = closest[key][side_i].clone()
@@ -369,7 +379,11 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
 
                     bx, _ = _pgd(network, lb, ub, ss, objective, pgd_steps, gen, upto=upto)
                     with torch.no_grad():
-                        v = layer_vals(_forward_upto(network, bx, ss, upto), key, ss)
+                        vals = _forward_upto(network, bx, ss, upto)
+                        v = layer_vals(vals, key, ss)
+                    if inside is not None:
+                        member = inside(vals, ss)
+                        bx, v, ss = bx[member], v[member], ss[member]
                     tracker.check(key, v, ss, lo, hi, bx, "pgd")
                     if stats is not None:
                         stats["pgd_targets"] += int(ss.shape[0])

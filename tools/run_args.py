@@ -111,8 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "them until it is decided, --max-boxes are analysed or the time is up (auto: with the compiled "
                         "engine when at most 16 inputs vary, e.g. ACAS Xu; cfmlir.input_splitting)")
     p.add_argument("--max-boxes", default=None, type=_positive_int, metavar="N",
-                   help="VNN-LIB: the most sub-boxes --split analyses (default 20000 without a time limit; under "
-                        "--timeout or --instances 1000000: the time limit governs)")
+                   help="VNN-LIB: the most sub-boxes --split (or subdomains --bab) analyses (default 20000 without a "
+                        "time limit; under --timeout or --instances 1000000: the time limit governs)")
+    p.add_argument("--bab", choices=("auto", "on", "off"), default="auto",
+                   help="VNN-LIB: when one pass leaves a property unknown, decide it by branch and bound (ReLU splits, "
+                        "or input splits when at most 16 inputs vary; cfmlir.bab) instead of --split (auto: with the "
+                        "compiled engine under a time limit, --timeout or --instances; see docs/bab.md)")
+    p.add_argument("--bab-branching", choices=("auto", "relu", "input"), default="auto",
+                   help="VNN-LIB, --bab: split ReLU neurons, input dimensions, or choose by the inputs that vary (auto)")
     p.add_argument("--results", default=None, metavar="OUT",
                    help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
                         "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")

@@ -139,13 +139,14 @@ class _SoundnessCheck:
         self.checked_layers = 0
         self.checked_bounds = 0
 
-    def __call__(self, mnet, lb, ub, layers: dict, first: int = 0) -> None:
+    def __call__(self, mnet, lb, ub, layers: dict, first: int = 0, inside=None) -> None:
+        """Check one batch (``inside``: which points lie in each box's subdomain, ``check_bounds``')."""
         from cfruntime.soundness import check_bounds
 
         t0 = time.perf_counter()
         st: dict = {}
         found = check_bounds(mnet, lb, ub, layers, tol=self.tol, keep_points=False, max_per_layer=CHECK_KEPT, stats=st,
-                             **CHECK_PARAMS)
+                             inside=inside, **CHECK_PARAMS)
         last = mnet.layers[-1].index
         for k in layers:
             self.kinds.setdefault(k, "margins" if k == last else mnet.layers[k].kind)

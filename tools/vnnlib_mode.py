@@ -50,7 +50,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     res = certify(None, net, prop, engine=make_engine(args, prog), check=check, proof=proof)
     lows, highs = res.row_lb, res.row_ub
     v = _trusted(res.verdict, check)
-    cex = split = None
+    cex = split = bab = None
     if v != "unsat":
         from cfruntime.soundness import vnnlib_counterexample
 
@@ -61,9 +61,11 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
             if cex is not None:
                 v = "sat"
     if v == "unknown" and not (check is not None and check.unsound):
-        split = _split(args, prog, net, prop, lows, check)
-        if split is not None:
-            v, cex = _trusted(split.verdict, check), split.counterexample or cex
+        bab = _bab(args, prog, net, prop, lows, check)
+        split = None if bab is not None else _split(args, prog, net, prop, lows, check)
+        found = bab or split
+        if found is not None:
+            v, cex = _trusted(found.verdict, check), found.counterexample or cex
     analysis_s = time.perf_counter() - t1 - (check.seconds if check is not None else 0.0)
     out = {
         "certifier": str(certifier),
@@ -78,6 +80,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         out["counterexample"] = cex.to_json()
     if split is not None:
         out["split"] = split.json()
+    if bab is not None:
+        out["bab"] = bab.json()
     if check is not None:
         out["times"]["check_s"] = check.seconds
         out.update(check.json())
@@ -85,7 +89,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     out["provenance"] = provenance(args, certifier, net_path, loaded, prep, vnnlib=args.vnnlib)
     lines = [f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {engine_label(args)})",
              f"verdict:   {v}" + ("" if split is None else f" (input splitting: {split.boxes} boxes in {split.rounds} "
-                                     f"rounds{'' if split.stopped is None else ', stopped at the ' + split.stopped})"),
+                                     f"rounds{'' if split.stopped is None else ', stopped at the ' + split.stopped})")
+             + ("" if bab is None else f" (branch and bound: {_bab_summary(bab)})"),
              f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
     if check is not None:
         lines.append(f"check:     {check.summary()}")
@@ -119,6 +124,35 @@ def _split(args, prog, net, prop, lows, check):
     batch = {"batch_size": args.batch_size} if getattr(args, "batch_size_given", False) else {}  # else splitting's
     return decide_by_splitting(make_engine(args, prog), net, prop, verified, max_boxes=max_boxes,
                                deadline=deadline, device=args.device, check=check, **batch)
+
+
+def _bab(args, prog, net, prop, lows, check):
+    """Branch and bound (:mod:`cfmlir.bab`) of a property one pass left unknown, when ``--bab`` asks for it
+    (``auto``: the compiled engine under a time limit): its :class:`~cfmlir.bab.BabOutcome`, else None.  The
+    deadline is the instance's (``args.split_deadline``, set by the process that enforces ``--timeout``);
+    without one, the search stops after ``--max-boxes`` subdomains (20000 by default)."""
+    from cfmlir.bab import BabOptions
+    from cfmlir.bab.driver import run_bab
+    from cfruntime.properties.vnnlib import region_verified
+
+    mode = getattr(args, "bab", "off")
+    deadline = getattr(args, "split_deadline", None)
+    if args.engine != "compiled" or mode == "off" or (mode == "auto" and deadline is None):
+        return None
+    engine = make_engine(args, prog)
+    max_domains = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else None)
+    options = BabOptions(branching=getattr(args, "bab_branching", "auto"), max_domains=max_domains,
+                         engine_batch=args.batch_size if args.batch_size > 100 else 1024)
+    verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
+    return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
+                   sparse=engine.sparse, widen=engine.widen, check=check, verified=verified)
+
+
+def _bab_summary(bab) -> str:
+    st = bab.stats
+    text = (f"{st['domains']} subdomains in {st['rounds']} rounds, {bab.domains_per_second:.0f}/s, "
+            f"{'/'.join(st['branching'])} splits")
+    return text + ("" if bab.stopped is None else f", stopped: {bab.stopped}")
 
 
 def finish_vnnlib(args, out: dict, lines: list[str], check_error: str | None, warning: str | None = None) -> int:

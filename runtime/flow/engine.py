@@ -28,6 +28,7 @@ from cfruntime.flow import ops as rt
 from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
 from cfruntime.flow.representation import Representation
+from cfruntime.flow.specialise import rule_without
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.straight_through import carry_values
 from cfruntime.flow.values import Affine
@@ -142,7 +143,8 @@ class EngineResult:
 def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.Tensor, *,
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
-                  widen: bool | None = None, check_finite: bool = True, params=None) -> EngineResult:
+                  widen: bool | None = None, check_finite: bool = True, params=None,
+                  bound_overrides: dict | None = None) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -184,7 +186,16 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     ``params`` (a :class:`cfruntime.flow.param_store.ParamStore`): the values of the certifier's
     optimisable parameters for this batch (made on first read from their initial values; default: a
     fresh store, i.e. every parameter at its initial value); with ``params.requires_grad`` the bounds
-    are differentiable with respect to them too.  A run with parameters never replays a CUDA graph."""
+    are differentiable with respect to them too.  A run with parameters never replays a CUDA graph.
+
+    ``bound_overrides`` (``{layer: BoundOverride}``, :mod:`cfruntime.flow.overrides`): per-row bounds that
+    tighten (or replace) a layer's Float lower/upper members right after its rule, as a branch-and-bound
+    search fixes a split neuron's sign or reuses a parent domain's bounds; never replayed as a CUDA graph."""
+    if bound_overrides:
+        from cfruntime.flow.overrides import check_overrides
+
+        check_overrides(bound_overrides, network, lb.shape[0])
+        graph = False
     grad = _wants_grad(network, lb, ub) or (params is not None and params.requires_grad and torch.is_grad_enabled())
     if grad:
         network = fresh_views(network)
@@ -209,7 +220,8 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
                                      representation=representation, graph=False, widen=widen)
             return EngineResult(out[0], out[1], None, out[2])
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
-        res = _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params)
+        res = _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params,
+                   bound_overrides or None)
     if check_finite and not finite.is_finite(res.finite):
         raise finite.locate(res.store, network, finite.float_members(cert.members), dtype)
     return res
@@ -261,7 +273,7 @@ def _full_precision_float32():
 
 
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
-         params=None) -> EngineResult:
+         params=None, overrides=None) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     infs = []  # the (-inf, inf) scalars of the outward roundings, made once
@@ -299,6 +311,11 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         inits = out_of_memory_at(lambda: _widened(wide.input, inits, grad, n0), 0, "input", b, rep.device)
     for name, _, _ in members:
         store.put(0, name, inits[name])
+    bound_pos = None
+    if overrides is not None:
+        overrides = {k: ov.cast(dtype, rep.device) for k, ov in overrides.items()}
+        names = [n for n, _, _ in members]
+        bound_pos = (names.index(lo_name), names.index(hi_name))
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
@@ -306,14 +323,24 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         new_sym = sym + cert.noise.get(op, 0) * layer.size
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
         failed = None
+        ov = overrides.get(layer.index) if overrides is not None else None
         try:
-            values = cert.rules[op](rt, ctx)
+            if ov is not None and ov.replace:  # the rule without the Float bounds given, then those
+                sides = [(pos, v) for pos, v, side in zip(bound_pos, (ov.lower, ov.upper), ("lower", "upper"))
+                         if ov.replaces(side)]
+                values = list(rule_without(cert, op, tuple(pos for pos, _ in sides))(rt, ctx))
+                for pos, v in sides:
+                    values[pos] = v
+            else:
+                values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
             if wide is not None:
                 mats = _widened(lambda v, *a: wide.apply(layer, v, *a), mats, grad, sym, new_sym,
                                 cert.noise.get(op, 0) >= 1)
                 for k, name, value in wide.take_fixups():  # a predecessor's constants moved after all
                     store.replace(k, name, carry_values({name: value}, {name: store.get(k, name)})[name] if grad else value)
+            if ov is not None:
+                mats[lo_name], mats[hi_name] = ov.apply(mats[lo_name], mats[hi_name])
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source

@@ -84,3 +84,14 @@ def source(name, cert, old, new):
         assert old in text, (name, old)
         text = text.replace(old, new, 1)
     return text, file
+
+
+def unsound_file(directory, name: str):
+    """The ``.cf`` file of the UNSOUND mutant ``name``, written into ``directory``."""
+    from pathlib import Path
+
+    k = [m[0] for m in UNSOUND].index(name)
+    text, _ = source(*UNSOUND[k][:4])
+    path = Path(directory) / f"mutant_{k}.cf"
+    path.write_text(text)
+    return path

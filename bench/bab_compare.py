@@ -1,0 +1,218 @@
+"""Branch and bound side by side with alpha-beta-CROWN: the same VNN-COMP instances, the same time limits,
+one run at a time on this machine (issue 26, acceptance 3).
+
+    .venv/bin/python bench/bab_compare.py BENCHMARKS_DIR --benchmarks mnistfc,acasxu [--first 20] [--every 1]
+        [--timeout S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
+        [--tools ours,abcrown] [--out bench/results/bab_compare.json]
+
+``BENCHMARKS_DIR`` holds the benchmark folders (a checkout of ``stanleybak/vnncomp2021``'s ``benchmarks/``);
+each instance line ``onnx,vnnlib,timeout`` of a benchmark's CSV is run by
+
+* **ours**: ``cf-run --net ONNX --vnnlib VNNLIB --timeout T --results FILE --json FILE`` (VNN-COMP mode:
+  one pass, the counterexample search, then branch and bound, ``--bab auto``);
+* **abcrown**: ``abcrown.py --config CFG --onnx_path ONNX --vnnlib_path COPY --timeout T --results_file
+  FILE`` in ``ABCROWN/src/complete_verifier`` with ``ABCROWN/venv`` (set up by
+  ``../shared/peers/abcrown/setup.sh``; the property is copied into a scratch folder because it writes
+  ``PROP.vnnlib.compiled`` beside it), killed at ``T`` plus a grace of ``GRACE_S`` (its attack does not
+  look at the clock): then ``timeout``.  ``CFG`` is ``../shared/peers/abcrown/<benchmark>_cpu.yaml`` when
+  it exists (acasxu, mnist_fc), else the tool's own VNN-COMP 2021 configuration with ``device: cpu``, no
+  CSV paths, and plain branch and bound instead of a MIP (``bab-refine``/``mip`` need gurobi).
+
+Per benchmark and tool: the instances run, decided (``unsat``/``sat``), wrong answers against the official
+answers (the majority of the competition's verifiers, ``--reference``: ``results_csv/`` of
+``stanleybak/vnncomp2021_results``), the mean wall time per decided instance, the mean CPU time (the child's
+user + system seconds: the machine is shared, wall times are not), and subdomains per second (ours:
+``bab.domains_per_second`` of the JSON; abcrown: its last ``N domains visited`` over its ``Cumulative time``).
+Results go to ``--out`` as JSON with one row per instance and tool.  ``--first N`` / ``--every K`` pick a
+subset of each benchmark's CSV lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vnncomp import _key, instances_csv, reference_verdicts  # noqa: E402 - the sibling bench script
+
+REPO = Path(__file__).resolve().parent.parent
+PEERS = REPO.parent / "shared" / "peers" / "abcrown"
+#: seconds abcrown may run past its time limit before it is killed (its first attack ignores the clock)
+GRACE_S = 10.0
+#: abcrown configurations of VNN-COMP 2021 (complete_verifier/exp_configs/...) per benchmark folder
+ABCROWN_CONFIGS = {
+    "mnistfc": "mnist_fc_cpu.yaml", "acasxu": "acasxu_cpu.yaml",
+    "oval21": "exp_configs/vnncomp21/oval21.yaml", "eran": "exp_configs/vnncomp21/eran_mlp.yaml",
+    "eran/sigmoid": "exp_configs/vnncomp21/eran_sigmoid.yaml",
+    "cifar10_resnet": "exp_configs/vnncomp21/cifar10-resnet.yaml",
+}
+DECIDED = ("unsat", "sat")
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run_ours(onnx: Path, vnnlib: Path, limit: float, tmp: Path, certifier: str) -> dict:
+    results, out = tmp / "ours.txt", tmp / "ours.json"
+    for f in (results, out):
+        f.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "cfmlir.tools.cf_run", "--certifier", certifier, "--net", str(onnx),
+           "--vnnlib", str(vnnlib), "--timeout", str(limit), "--results", str(results), "--json", str(out), "--quiet"]
+    t0, c0 = time.perf_counter(), _child_cpu()
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
+    verdict = results.read_text().split("\n")[0].strip() if results.is_file() else "error"
+    row = {"verdict": verdict, "wall_s": wall, "cpu_s": cpu, "rc": proc.returncode}
+    if out.is_file():
+        bab = json.loads(out.read_text()).get("bab")
+        if bab:
+            row.update(domains=bab["domains"], domains_per_second=bab["domains_per_second"], stopped=bab["stopped"])
+    if verdict == "error":
+        row["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+    return row
+
+
+def abcrown_config(benchmark: str, onnx: str, abcrown: Path, tmp: Path) -> Path | None:
+    """The configuration abcrown runs an instance with (ERAN's sigmoid nets have their own)."""
+    if benchmark == "eran" and "sigmoid" in onnx:
+        benchmark = "eran/sigmoid"
+    name = ABCROWN_CONFIGS.get(benchmark)
+    if name is None:
+        return None
+    if (PEERS / name).is_file():
+        return PEERS / name
+    src = abcrown / "src" / "complete_verifier" / name
+    if not src.is_file():
+        return None
+    # one instance at a time on the CPU: no CSV mode, and plain branch and bound where the GPU configuration
+    # refines with a MIP (gurobi, not licensed here), as ../shared/peers/abcrown/*_cpu.yaml do
+    text = re.sub(r"^  (root_path|csv_name):.*\n", "", src.read_text(), flags=re.M)
+    text = re.sub(r"complete_verifier: (bab-refine|mip)", "complete_verifier: bab", text)
+    cpu = tmp / f"{benchmark.replace('/', '_')}_cpu.yaml"
+    if re.search(r"^general:", text, re.M):
+        text = re.sub(r"^general:\n", "general:\n  device: cpu\n", text, count=1, flags=re.M)
+    else:
+        text = "general:\n  device: cpu\n" + text
+    cpu.write_text(text)
+    return cpu
+
+
+def run_abcrown(onnx: Path, vnnlib: Path, limit: float, tmp: Path, abcrown: Path, config: Path) -> dict:
+    work = tmp / "abcrown"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    prop = work / vnnlib.name
+    shutil.copy(vnnlib, prop)
+    results = work / "out.txt"
+    cmd = [str(abcrown / "venv" / "bin" / "python"), "abcrown.py", "--config", str(config), "--onnx_path", str(onnx),
+           "--vnnlib_path", str(prop), "--timeout", str(limit), "--results_file", str(results)]
+    t0, c0 = time.perf_counter(), _child_cpu()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=abcrown / "src" / "complete_verifier",
+                              timeout=limit + GRACE_S, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        log, killed = proc.stdout + proc.stderr, False
+    except subprocess.TimeoutExpired as exc:
+        log, killed = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or ""), True
+    wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
+    verdict = "timeout" if killed else (results.read_text().split("\n")[0].strip() if results.is_file() else "error")
+    row = {"verdict": verdict, "wall_s": wall, "cpu_s": cpu}
+    visited = re.findall(r"(\d+) domains visited", log)
+    spent = re.findall(r"Cumulative time: ([\d.]+)", log)
+    if visited and spent and float(spent[-1]) > 0:
+        row.update(domains=int(visited[-1]), domains_per_second=int(visited[-1]) / float(spent[-1]))
+    if verdict == "error":
+        row["error"] = (log.strip().splitlines() or ["?"])[-1][:200]
+    return row
+
+
+def majority(reference: dict | None, benchmark: str, onnx: str, vnnlib: str) -> str | None:
+    votes = (reference or {}).get(_key(benchmark, onnx, vnnlib))
+    if not votes or votes["unsat"] == votes["sat"]:
+        return None
+    return "unsat" if votes["unsat"] > votes["sat"] else "sat"
+
+
+def summarise(rows: list[dict], tool: str) -> dict:
+    mine = [r[tool] for r in rows if tool in r]
+    decided = [r for r in mine if r["verdict"] in DECIDED]
+    rates = [r["domains_per_second"] for r in mine if r.get("domains_per_second")]
+    return {"instances": len(mine), "unsat": sum(r["verdict"] == "unsat" for r in mine),
+            "sat": sum(r["verdict"] == "sat" for r in mine), "decided": len(decided),
+            "wrong": sum(1 for r in rows if tool in r and r[tool]["verdict"] in DECIDED and r.get("official")
+                         and r[tool]["verdict"] != r["official"]),
+            "wall_s_per_decided": sum(r["wall_s"] for r in decided) / len(decided) if decided else None,
+            "cpu_s_per_decided": sum(r["cpu_s"] for r in decided) / len(decided) if decided else None,
+            "domains_per_second": sum(rates) / len(rates) if rates else None}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("benchmarks_dir")
+    ap.add_argument("--benchmarks", default="mnistfc,acasxu")
+    ap.add_argument("--first", type=int, default=None)
+    ap.add_argument("--every", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=None, help="replace the CSV's time limits")
+    ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
+    ap.add_argument("--reference", default=None)
+    ap.add_argument("--certifier", default="deeppoly")
+    ap.add_argument("--tools", default="ours,abcrown")
+    ap.add_argument("--out", default=str(REPO / "bench" / "results" / "bab_compare.json"))
+    args = ap.parse_args(argv)
+    tools = args.tools.split(",")
+    reference = reference_verdicts(args.reference) if args.reference else None
+    abcrown = Path(args.abcrown)
+    if "abcrown" in tools and not (abcrown / "venv" / "bin" / "python").is_file():
+        raise SystemExit(f"error: {abcrown}: no alpha-beta-CROWN set-up (../shared/peers/abcrown/setup.sh)")
+    report = {"machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()}, "timeout_override_s": args.timeout,
+              "certifier": args.certifier, "benchmarks": {}}
+    print(f"{'benchmark':16} {'tool':8} {'inst':>4} {'unsat':>5} {'sat':>4} {'decided':>7} {'wrong':>5} "
+          f"{'wall s/dec':>10} {'cpu s/dec':>9} {'dom/s':>8}")
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
+        for bench in args.benchmarks.split(","):
+            folder = Path(args.benchmarks_dir) / bench
+            csv_path = instances_csv(folder)
+            if csv_path is None:
+                raise SystemExit(f"error: {folder}: no instances CSV")
+            lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
+            lines = lines[::args.every][:args.first]
+            rows = []
+            for onnx, vnnlib, limit in lines:
+                limit = args.timeout or float(limit)
+                row = {"onnx": onnx, "vnnlib": vnnlib, "timeout_s": limit,
+                       "official": majority(reference, bench, onnx, vnnlib)}
+                onnx_p, vnnlib_p = folder / onnx, folder / vnnlib
+                if "ours" in tools:
+                    row["ours"] = run_ours(onnx_p, vnnlib_p, limit, tmp, args.certifier)
+                config = abcrown_config(bench, onnx, abcrown, tmp) if "abcrown" in tools else None
+                if config is not None:
+                    row["abcrown"] = run_abcrown(onnx_p, vnnlib_p, limit, tmp, abcrown, config)
+                rows.append(row)
+                print(f"  {onnx} {vnnlib}: " + ", ".join(f"{t} {row[t]['verdict']} {row[t]['wall_s']:.1f}s"
+                                                         for t in tools if t in row)
+                      + (f" (official {row['official']})" if row["official"] else ""), flush=True)
+            summary = {t: summarise(rows, t) for t in tools}
+            report["benchmarks"][bench] = {"summary": summary, "rows": rows}
+            for t, s in summary.items():
+                fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+                print(f"{bench:16} {t:8} {s['instances']:>4} {s['unsat']:>5} {s['sat']:>4} {s['decided']:>7} "
+                      f"{s['wrong']:>5} {fmt(s['wall_s_per_decided']):>10} {fmt(s['cpu_s_per_decided']):>9} "
+                      f"{fmt(s['domains_per_second'], 0):>8}", flush=True)
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    return 1 if any(s["wrong"] for b in report["benchmarks"].values() for t, s in b["summary"].items() if t == "ours") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

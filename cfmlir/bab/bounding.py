@@ -1,0 +1,144 @@
+"""Bounding subdomains with a compiled certifier: the "bound subdomains" strategy of the driver.
+
+Algorithm: the domains of a batch are the rows of one engine call (``batch_size`` at a time, fewer when
+a batch runs out of memory) on the region's margin network.  Each row's input box is the region's (ReLU
+branching) or its own (input branching); what the domain knows about its carried layers -- its parent's
+bounds, with a split neuron's bound at 0 -- reaches the certifier through the engine's bound overrides
+(:mod:`cfruntime.flow.overrides`), right after each carried layer's rule:
+
+* ``reuse="replace"``: the carried layers' bounds *are* the domain's (the rules do not recompute them,
+  :mod:`cfruntime.flow.specialise`); only the layers in between (ReLU outputs, cheap) and the last layer
+  (the property's rows, a back-substitution of ``R`` rows; their lower bounds only) are computed.  Splitting a ReLU changes only
+  its own relaxation, which becomes exact, so this is how a ReLU split is bounded (as in BaBSR and
+  beta-CROWN without refined intermediate bounds).
+* ``reuse="tighten"``: every layer is recomputed and intersected with the domain's bounds (input
+  branching: a smaller box gives tighter bounds everywhere; or refining the intermediate bounds of
+  ReLU-split domains); the new bounds of the carried layers come back.
+
+Nothing here knows the certifier: any compiled certifier whose shape has Float ``lower``/``upper`` members
+(DeepPoly, CROWN-IBP, SkipPoly, DeepZ, a user's ``.cf``) is bounded the same way.  The soundness check
+(``cf-run --check``) sees every batch's layer bounds, with a predicate saying which concrete points lie
+in each row's subdomain (its ReLU splits), since a point of the box outside the subdomain need not obey
+the subdomain's bounds.  A future Lagrangian (beta-CROWN) strategy keeps this interface:
+``bound(domains, reuse) -> Bounds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from cfmlir.bab.domains import Domains
+
+
+@dataclass
+class Bounds:
+    """What bounding a batch of ``P`` domains gave: the rows' lower bounds ``[P, R]``; the carried layers'
+    new bounds ``{k: (lo [P, n_k], hi [P, n_k])}`` (``reuse="tighten"`` and the root; else None); ``empty``
+    ``[P]``: domains some carried neuron of which has ``lo > hi`` (the subdomain has no point)."""
+
+    rows: torch.Tensor
+    carried: dict | None
+    empty: torch.Tensor
+
+
+def lo_key(k: int) -> str:
+    return f"lo{k}"
+
+
+def hi_key(k: int) -> str:
+    return f"hi{k}"
+
+
+def split_key(k: int) -> str:
+    return f"split{k}"
+
+
+class CertifierBounding:
+    """Bounds domains of one input region with the compiled certifier ``cert`` (see the module docstring).
+
+    ``mnet``: the region's margin network; ``structure``: its :class:`~cfmlir.bab.structure.BabStructure`;
+    ``box``: the region's ``(lb, ub)`` ``[n0]``; ``check(mnet, lb, ub, layers, region, inside=...)``: the
+    soundness check of every batch, or None."""
+
+    def __init__(self, cert, mnet, structure, box, *, dtype=torch.float64, device="cpu", sparse: bool = True,
+                 widen=None, batch_size: int = 256, check=None, region: int = 0):
+        self.cert, self.mnet, self.structure = cert, mnet, structure
+        self.box = box
+        self.options = {"dtype": dtype, "device": device, "sparse": sparse, "widen": widen}
+        self.batch_size = batch_size
+        self.check, self.region = check, region
+        self.rows_bounded = 0  # engine rows computed (every domain and every candidate child)
+
+    def _boxes(self, domains: Domains):
+        if "lb" in domains:
+            return domains["lb"], domains["ub"]
+        p = len(domains)
+        return self.box[0].reshape(1, -1).expand(p, -1), self.box[1].reshape(1, -1).expand(p, -1)
+
+    def bound(self, domains: Domains, reuse: str = "replace", replace_upto: int = -1) -> Bounds:
+        """Bounds of every domain of the batch (``reuse``: ``"replace"`` or ``"tighten"``, see the module
+        docstring; with ``"tighten"``, the carried layers up to ``replace_upto`` are still replaced: no split
+        below a ReLU split changes them; a domain without carried bounds -- the root -- is bounded from its
+        box alone)."""
+        from cfruntime.flow.batching import in_batches
+
+        if reuse not in ("replace", "tighten"):
+            raise ValueError(f"unknown reuse '{reuse}'")
+        lb, ub = self._boxes(domains)
+        has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
+        want_layers = reuse == "tighten" or not has_carried
+        replaced = {k for k in self.structure.carried if reuse == "replace" or k <= replace_upto}
+        parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, replaced, has_carried, want_layers),
+                                    len(domains), self.batch_size)
+        rows = torch.cat([p[2][0] for p in parts])
+        self.rows_bounded += rows.shape[0]
+        carried = None
+        empty = torch.zeros(rows.shape[0], dtype=torch.bool)
+        if want_layers:
+            carried = {k: (torch.cat([p[2][1][k][0] for p in parts]), torch.cat([p[2][1][k][1] for p in parts]))
+                       for k in self.structure.carried}
+            for lo, hi in carried.values():
+                empty |= (lo > hi).any(1)
+        return Bounds(rows, carried, empty)
+
+    def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
+        from cfmlir.engines import store_layer_bounds
+        from cfruntime.flow.engine import run_certifier
+        from cfruntime.flow.overrides import BoundOverride
+
+        # the rows' upper bounds are never used: the last layer's rule does not compute them
+        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.inf, dtype=torch.float64)
+        overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
+        if has_carried:
+            overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
+                                               replace=k in replaced) for k in self.structure.carried})
+        res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
+        lower = res.lower.to("cpu", torch.float64)
+        layers = None
+        if want_layers or self.check is not None:
+            layers = store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
+        if self.check is not None:
+            self.check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(
+                domains.select(slice(a, b)), self.structure))
+        return lower, layers
+
+
+def subdomain_membership(domains: Domains, structure):
+    """``inside(values, rows) -> [N] bool``: which concrete points lie in their row's subdomain -- every
+    ReLU split of the row holds (``values``: every layer's values of the points, ``rows``: the row of each
+    point); None when no domain has a split."""
+    splits = [(s.pre, domains[split_key(s.pre)]) for s in structure.split_layers if split_key(s.pre) in domains]
+    if not splits or not any(bool((sign != 0).any()) for _, sign in splits):
+        return None
+
+    def inside(values, rows):
+        ok = torch.ones(rows.shape[0], dtype=torch.bool)
+        for k, sign in splits:
+            s = sign[rows]
+            z = values[k]
+            ok &= (((s > 0) & (z < 0)) | ((s < 0) & (z > 0))).logical_not().all(1)
+        return ok
+
+    return inside

@@ -1,0 +1,174 @@
+"""Branching: which ReLU neuron or input dimension each domain is split on, and its two children.
+
+Algorithm (ReLU splits, scores after BaBSR, Bunel et al. 2020): for each domain, the row to improve (the
+best row of its worst disjunct, :meth:`Objective.target_rows`) is propagated backwards through the
+network with every unstable ReLU replaced by a linear relaxation slope -- ``u/(u-l)`` for a negative
+coefficient (the upper line, whose intercept ``-l u/(u-l)`` loosens the lower bound), ``1`` or ``0`` for a
+positive one (DeepPoly's lower line) -- giving ``lam``, the coefficient of each ReLU's output in the row's
+linear bound.  A neuron's score estimates how much splitting it improves the bound:
+
+    score = | max(b lam (s - 1), b lam s) + min(lam, 0) (-l s) |,    s = u/(u - l)
+
+(``b``: the bias of the affine layer computing the pre-activation; the second term is the intercept the
+split removes).  Only unstable neurons (``l < 0 < u``) are candidates.  *FSB* (filtered smart branching)
+takes each domain's ``k`` best-scored candidates, bounds both children of every candidate (one engine
+call for all), and keeps the candidate whose worse child is best -- its children are then already
+bounded.  The scores only steer the search: any choice is sound.
+
+Input splits halve a domain's box along the dimension with the largest ``width_i * |d row / d x_i|`` at the
+box's centre (the widest one where the gradient vanishes), or, with FSB, the best of the ``k``
+best-scored dimensions after bounding both halves.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from cfmlir.bab.bounding import hi_key, lo_key, split_key
+from cfmlir.bab.domains import Domains
+from cfruntime.network.graph import ELEMENTWISE_FUNCTIONS
+
+
+# -- ReLU splits ---------------------------------------------------------------------------------------------
+def backward_coefficients(mnet, structure, domains: Domains, targets: torch.Tensor) -> dict[int, torch.Tensor]:
+    """``{relu layer: lam [P, n]}``: the coefficient of every split layer's output in the relaxed linear
+    form of each domain's target row (see the module docstring)."""
+    if len(domains) == 0:
+        return {}
+    last = mnet.layers[-1]
+    lam = {last.index: torch.nn.functional.one_hot(targets, last.size).to(torch.float64)}
+    out = {}
+    for layer in reversed(mnet.layers[1:]):
+        g = lam.pop(layer.index, None)
+        if g is None:
+            continue
+        kind = layer.kind
+        if kind == "relu":
+            out[layer.index] = g
+            pre = layer.preds[0]
+            if lo_key(pre) in domains:
+                l, u = domains[lo_key(pre)], domains[hi_key(pre)]
+                upper_slope = torch.where(u <= 0, 0.0, torch.where(l >= 0, 1.0, u / (u - l).clamp_min(1e-300)))
+                lower_slope = torch.where(u <= 0, 0.0, torch.where(l >= 0, 1.0, (u >= -l).to(torch.float64)))
+                g = g * torch.where(g < 0, upper_slope, lower_slope)
+            _accumulate(lam, pre, g)
+        elif kind == "affine":
+            _accumulate(lam, layer.preds[0], layer.rmatvec(g))
+        elif kind == "add":
+            for q in layer.preds:
+                _accumulate(lam, q, g)
+        elif kind in ELEMENTWISE_FUNCTIONS:
+            pre = layer.preds[0]
+            if lo_key(pre) in domains:  # the chord's slope
+                l, u = domains[lo_key(pre)], domains[hi_key(pre)]
+                f = ELEMENTWISE_FUNCTIONS[kind]
+                width = (u - l).clamp_min(1e-12)
+                g = g * (f(u, layer.alpha) - f(l, layer.alpha)) / width
+            _accumulate(lam, pre, g)
+        # a max-pool layer stops the propagation: the layers before it get no score from this row
+    return out
+
+
+def _accumulate(lam: dict, k: int, g: torch.Tensor) -> None:
+    if k == 0:
+        return
+    lam[k] = g if k not in lam else lam[k] + g
+
+
+def relu_scores(mnet, structure, domains: Domains, targets: torch.Tensor) -> torch.Tensor:
+    """``[P, N]``: the scores of every split layer's neurons (in the order of ``structure.split_layers``,
+    concatenated); ``-1`` for neurons that are not unstable (stable, or split already)."""
+    lam = backward_coefficients(mnet, structure, domains, targets)
+    parts = []
+    for s in structure.split_layers:
+        l, u = domains[lo_key(s.pre)], domains[hi_key(s.pre)]
+        g = lam.get(s.relu, torch.zeros_like(l))
+        unstable = (l < 0) & (u > 0)
+        slope = torch.where(unstable, u / (u - l).where(unstable, torch.ones_like(u)), torch.zeros_like(u))
+        intercept = -l.clamp(max=0) * slope
+        pre = mnet.layers[s.pre]
+        bias = pre.bias.to(torch.float64).reshape(1, -1) if pre.kind == "affine" and pre.bias is not None \
+            and pre.bias.dim() == 1 else torch.zeros(1, s.size, dtype=torch.float64)
+        bl = bias * g
+        score = (torch.maximum(bl * (slope - 1), bl * slope) + g.clamp(max=0) * intercept).abs()
+        # a tiny intercept-based tie-break, so that an unstable neuron always outranks a stable one
+        score = score + 1e-12 * (-g.clamp(max=0) * intercept + 1)
+        parts.append(torch.where(unstable, score, torch.full_like(score, -1.0)))
+    return torch.cat(parts, 1)
+
+
+def unstable_count(structure, domains: Domains) -> torch.Tensor:
+    """``[P]``: each domain's unstable ReLU neurons."""
+    total = torch.zeros(len(domains), dtype=torch.int64)
+    for s in structure.split_layers:
+        l, u = domains[lo_key(s.pre)], domains[hi_key(s.pre)]
+        total += ((l < 0) & (u > 0)).sum(1)
+    return total
+
+
+def relu_children(structure, domains: Domains, choice: torch.Tensor) -> Domains:
+    """The two children of every domain split on its neuron ``choice`` (``[P]``, indices into the
+    concatenated split layers): rows ``0..P-1`` active (``z >= 0``: lower bound 0), ``P..2P-1`` inactive
+    (``z <= 0``: upper bound 0); one split deeper."""
+    p = len(domains)
+    kids = domains.repeat(2)
+    rows = torch.arange(p)
+    start = 0
+    for s in structure.split_layers:
+        hit = (choice >= start) & (choice < start + s.size)
+        if bool(hit.any()):
+            r, n = rows[hit], choice[hit] - start
+            kids[lo_key(s.pre)][r, n] = 0.0
+            kids[split_key(s.pre)][r, n] = 1
+            kids[hi_key(s.pre)][r + p, n] = 0.0
+            kids[split_key(s.pre)][r + p, n] = -1
+        start += s.size
+    kids["depth"] = kids["depth"] + 1
+    return kids
+
+
+# -- input splits --------------------------------------------------------------------------------------------
+def input_scores(net, objective, domains: Domains, targets: torch.Tensor) -> torch.Tensor:
+    """``[P, n0]``: ``width_i * |d A_target y / d x_i|`` at each box's centre (the width alone where the
+    gradient is 0 everywhere)."""
+    lb, ub = domains["lb"], domains["ub"]
+    width = ub - lb
+    x = ((lb + ub) / 2).requires_grad_(True)
+    rows = net.forward(x) @ objective.A.T.to(x.dtype)  # [P, R]
+    picked = rows.gather(1, targets.reshape(-1, 1)).sum()
+    (grad,) = torch.autograd.grad(picked, x)
+    score = width * grad.abs()
+    flat = score.amax(1, keepdim=True) <= 0
+    return torch.where(flat, width, score).detach()
+
+
+def input_children(domains: Domains, dims: torch.Tensor) -> Domains:
+    """Both halves of every domain's box along its dimension ``dims`` (``[P]``): rows ``0..P-1`` the lower
+    halves, ``P..2P-1`` the upper ones (the halves cover the box: both contain the midpoint)."""
+    p = len(domains)
+    kids = domains.repeat(2)
+    rows = torch.arange(p)
+    mid = (domains["lb"][rows, dims] + domains["ub"][rows, dims]) / 2
+    kids["ub"][rows, dims] = mid
+    kids["lb"][rows + p, dims] = mid
+    kids["depth"] = kids["depth"] + 1
+    return kids
+
+
+# -- filtered smart branching ------------------------------------------------------------------------------
+def pick_best_candidates(child_values: torch.Tensor, p: int, k: int) -> torch.Tensor:
+    """``[P]``: for candidate children laid out ``[k blocks of (P active/lower, P inactive/upper)]``
+    (values ``[2 k P]``), the candidate whose worse child has the largest value (ties: the better child)."""
+    v = child_values.reshape(k, 2, p)
+    worse, better = v.amin(1), v.amax(1)  # [k, P]
+    key = worse + 1e-9 * torch.tanh(better)
+    key = torch.where(torch.isnan(key), torch.full_like(key, -torch.inf), key)
+    return key.argmax(0)
+
+
+def gather_candidate_children(children: Domains, best: torch.Tensor, p: int, k: int) -> Domains:
+    """The two children of each domain's chosen candidate ``best`` from the candidates' children (same
+    layout as :func:`pick_best_candidates`), as rows ``0..P-1`` and ``P..2P-1``."""
+    rows = torch.arange(p)
+    first = best * 2 * p + rows
+    return children.select(torch.cat([first, first + p]))

@@ -1,0 +1,335 @@
+"""The branch-and-bound driver: decide a VNN-LIB property with any compiled certifier.
+
+Algorithm, for each input region of the property (until one is ``sat`` or the time is up):
+
+1. *Attack*: PGD with restarts on the region's box (:mod:`cfmlir.bab.attack`); a confirmed point is ``sat``.
+2. *Root*: one certifier pass over the box gives the rows' bounds and every carried layer's bounds; a
+   verified region is done.
+3. *Rounds*: the pool (:mod:`cfmlir.bab.domains`) gives up to ``batch`` domains (best-first: the smallest
+   value; depth-first past half the memory bound); each is split in two (:mod:`cfmlir.bab.branching`: a
+   ReLU neuron, or an input dimension) and the children are bounded in one engine call
+   (:mod:`cfmlir.bab.bounding`), starting from their parent's bounds; a child's row bounds are the better
+   of its own and its parent's (both hold on it).  A child is dropped when verified or empty (a carried
+   neuron with ``lo > hi``), decided exactly when no ReLU of it is unstable and the network is piecewise
+   linear (:mod:`cfmlir.bab.exact`), else pooled.  The worst children are attacked (input boxes: their
+   centres are evaluated; ReLU subdomains: PGD pulled into the subdomain).
+4. The region is ``unsat`` when the pool empties with nothing undecided; a deadline, the domain limit, the
+   memory bound, an undecidable leaf or unsound bounds (the check) end the search ``unknown``.
+
+Every ``unsat`` rests on sound bounds of subdomains that cover the region: the children of a ReLU split
+cover their parent (``z >= 0`` or ``z <= 0``), the halves of a box cover it, and a child keeps only bounds
+that hold on it.  Every ``sat`` is a counterexample confirmed in float64.  The driver knows the certifier
+only through its Float lower/upper bound members.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from cfmlir.bab import attack, branching, exact
+from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
+from cfmlir.bab.domains import DomainPool, Domains, PoolFull
+from cfmlir.bab.objective import Objective
+from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabOptions, BabOutcome
+from cfmlir.bab.structure import structure_of
+
+
+#: the first attack may take this share of the time left
+ATTACK_SHARE = 0.2
+
+
+class _Stop(Exception):
+    def __init__(self, why: str):
+        self.why = why
+
+
+class _Sat(Exception):
+    def __init__(self, cex):
+        self.cex = cex
+
+
+def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptions | None = None,
+            dtype=torch.float64, device="cpu", sparse: bool = True, widen=None, check=None,
+            verified: list[bool] | None = None, on_round=None) -> BabOutcome:
+    """Decide ``prop`` (:class:`cfruntime.properties.VnnlibProperty`) on ``net`` (a
+    :class:`cfruntime.network.Network`) with the compiled certifier ``cert``
+    (:class:`cfruntime.flow.engine.CompiledCertifier`) by branch and bound (see the module docstring).
+    ``deadline``: a :func:`time.monotonic` time; ``check``: the soundness check of every bounded batch
+    (``cf-run --check``: ``check(mnet, lb, ub, layers, region, inside=...)``, with ``unsound``);
+    ``verified``: regions already verified (by a first pass); ``on_round(progress)``: called after every
+    round with ``{"region", "round", "pool", "worst" (the smallest value pooled), "domains", "seconds"}``."""
+    options = options or BabOptions()
+    stats = {"domains": 0, "bounded": 0, "rounds": 0, "max_depth": 0, "leaves": 0, "seconds": 0.0, "branching": []}
+    gen = torch.Generator().manual_seed(options.seed)
+    for ri, region in enumerate(prop.regions):
+        if verified is not None and verified[ri]:
+            stats["branching"].append("none")
+            continue
+        search = _RegionSearch(cert, net, prop, ri, region, options, deadline, gen, stats,
+                               dict(dtype=dtype, device=device, sparse=sparse, widen=widen), check)
+        search.on_round = on_round
+        try:
+            search.run()
+        except _Sat as found:
+            return BabOutcome("sat", found.cex, None, stats)
+        except _Stop as stop:
+            return BabOutcome("unknown", None, stop.why, stats)
+    return BabOutcome("unsat", None, None, stats)
+
+
+class _RegionSearch:
+    def __init__(self, cert, net, prop, ri, region, options, deadline, gen, stats, engine_options, check):
+        self.net, self.prop, self.ri, self.options, self.deadline = net, prop, ri, options, deadline
+        self.gen, self.stats, self.check = gen, stats, check
+        self.objective = Objective(region)
+        self.box = (torch.from_numpy(np.asarray(region.lb, dtype=np.float64)),
+                    torch.from_numpy(np.asarray(region.ub, dtype=np.float64)))
+        self.mnet = net.with_margin_layer(self.objective.A)
+        self.structure = structure_of(self.mnet)
+        self.mode = self._mode()
+        self.lp_unstable = options.lp_unstable
+        if self.lp_unstable is None:
+            small = net.input_size + self.structure.relu_neurons <= SMALL_LP
+            self.lp_unstable = self.structure.relu_neurons if small else LP_UNSTABLE
+        stats["branching"].append(self.mode)
+        self.bounding = CertifierBounding(cert, self.mnet, self.structure, self.box, batch_size=options.engine_batch,
+                                          check=check, region=ri, **engine_options)
+        self.t_start = time.monotonic()
+        self.on_round = None
+
+    def _mode(self) -> str:
+        if self.options.branching != "auto":
+            return self.options.branching
+        free = int((self.box[1] > self.box[0]).sum())
+        if free <= AUTO_MAX_FREE_INPUTS or not self.structure.split_layers:
+            return "input"
+        return "relu"
+
+    # -- the search ----------------------------------------------------------------------------------------
+    def run(self) -> None:
+        if self.objective.rows == 0 or any(len(g) == 0 for g in self.objective.groups):
+            self._confirm_points(((self.box[0] + self.box[1]) / 2).reshape(1, -1), torch.zeros(1))
+        self._first_attack()
+        t0 = time.monotonic()
+        try:
+            if self.deadline is not None and t0 > self.deadline:
+                raise _Stop("deadline")
+            root = self._root()
+            if root is None:
+                return
+            pool = DomainPool(self.options.memory_bytes)
+            self._keep(pool, root)
+            self._rounds(pool)
+        finally:
+            self.stats["seconds"] += time.monotonic() - t0
+            self.stats["bounded"] += self.bounding.rows_bounded
+
+    def _first_attack(self) -> None:
+        o = self.options
+        if o.attack_restarts <= 0:
+            return
+        lb, ub = self.box[0].reshape(1, -1), self.box[1].reshape(1, -1)
+        x, v = attack.pgd(self.net, self.objective, lb, ub, restarts=o.attack_restarts, steps=o.attack_steps,
+                          generator=self.gen, per_disjunct=len(self.objective.groups) <= 16,
+                          deadline=self._share(ATTACK_SHARE))
+        self._confirm_points(x, v)
+
+    def _share(self, share: float) -> float | None:
+        """The time when ``share`` of what is left until the deadline has passed (None: no deadline)."""
+        if self.deadline is None:
+            return None
+        now = time.monotonic()
+        return now + share * max(0.0, self.deadline - now)
+
+    def _confirm_points(self, xs, violations) -> None:
+        cex = attack.confirm(self.net, self.prop, self.ri, xs, violations)
+        if cex is not None:
+            raise _Sat(cex)
+
+    def _root(self) -> Domains | None:
+        root = Domains({"rows": torch.zeros(1, self.objective.rows, dtype=torch.float64),
+                        "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
+        if self.mode == "input":
+            root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
+        bounds = self.bounding.bound(root, "tighten")
+        self._stop_if_unsound()
+        for k, (lo, hi) in bounds.carried.items():
+            root[lo_key(k)], root[hi_key(k)] = lo, hi
+        for s in self.structure.split_layers:
+            root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+        root["rows"] = bounds.rows
+        root["value"] = self.objective.value(bounds.rows)
+        self.stats["domains"] += 1
+        if bool(self.objective.verified(bounds.rows)[0]) or bool(bounds.empty[0]):
+            return None
+        return root
+
+    def _rounds(self, pool: DomainPool) -> None:
+        last = 0.0
+        while len(pool):
+            now = time.monotonic()
+            if self.deadline is not None and now + 1.5 * last > self.deadline:
+                raise _Stop("deadline")
+            if self.options.max_domains is not None and self.stats["domains"] >= self.options.max_domains:
+                raise _Stop("domain limit")
+            batch = pool.pop(self.options.batch)
+            kids = self._branch_relu(batch) if self.mode == "relu" else self._branch_input(batch)
+            self.stats["rounds"] += 1
+            self.stats["domains"] += len(kids)
+            self.stats["max_depth"] = max(self.stats["max_depth"], int(kids["depth"].max()) if len(kids) else 0)
+            self._attack_children(kids)
+            self._keep(pool, kids)
+            last = time.monotonic() - now
+            if self.on_round is not None:
+                self.on_round({"region": self.ri, "round": self.stats["rounds"], "pool": len(pool),
+                               "worst": pool.min_value(), "domains": self.stats["domains"],
+                               "seconds": time.monotonic() - self.t_start})
+
+    def _stop_if_unsound(self) -> None:
+        if self.check is not None and getattr(self.check, "unsound", False):
+            raise _Stop("unsound bounds")
+
+    # -- what happens to bounded domains ---------------------------------------------------------------------
+    def _keep(self, pool: DomainPool, kids: Domains) -> None:
+        """Drop the verified and empty domains, decide the leaves, pool the rest."""
+        if not len(kids):
+            return
+        open_ = ~self.objective.verified(kids["rows"])
+        if "empty" in kids:
+            open_ &= ~kids.pop("empty")
+        kids = kids.select(open_)
+        if not len(kids):
+            return
+        if self.mode == "relu":
+            unstable = branching.unstable_count(self.structure, kids)
+            if not self.structure.piecewise_linear:
+                if bool((unstable == 0).any()):
+                    raise _Stop("undecided leaf")
+            else:
+                by_lp = unstable <= self.lp_unstable
+                if bool(by_lp.any()):
+                    still_open = self._decide_by_lp(kids.select(by_lp), unstable[by_lp] == 0)
+                    kids = Domains.cat([kids.select(~by_lp), still_open])
+        try:
+            pool.push(kids)
+        except PoolFull:
+            raise _Stop("memory") from None
+
+    def _decide_by_lp(self, domains: Domains, leaf: torch.Tensor) -> Domains:
+        """The domains the LP (:mod:`cfmlir.bab.exact`) leaves open; ``sat`` on a confirmed point; a leaf it
+        cannot decide ends the search."""
+        values = self.objective.disjunct_values(domains["rows"])
+        keep = torch.zeros(len(domains), dtype=torch.bool)
+        for i in range(len(domains)):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise _Stop("deadline")
+            bounds = {s.pre: (domains[lo_key(s.pre)][i].numpy(), domains[hi_key(s.pre)][i].numpy())
+                      for s in self.structure.split_layers}
+            open_disjuncts = [k for k in range(values.shape[1]) if not float(values[i, k]) > 0]
+            box = (domains["lb"][i], domains["ub"][i]) if "lb" in domains else self.box
+            try:
+                out = exact.decide(self.net, self.objective, self.prop, self.ri, (box[0].numpy(), box[1].numpy()),
+                                   bounds, open_disjuncts)
+            except exact.TooBig:
+                out = exact.LpOutcome("open")
+            self.stats["leaves"] += 1
+            if out.decided == "sat":
+                raise _Sat(out.counterexample)
+            if out.decided == "open":
+                if bool(leaf[i]):
+                    raise _Stop("undecided leaf")
+                keep[i] = True
+        return domains.select(keep)
+
+    # -- ReLU branching ------------------------------------------------------------------------------------
+    def _branch_relu(self, batch: Domains) -> Domains:
+        o, p = self.options, len(batch)
+        targets = self.objective.target_rows(batch["rows"])
+        scores = branching.relu_scores(self.mnet, self.structure, batch, targets)
+        k = min(o.candidates, scores.shape[1]) if o.heuristic == "fsb" else 1
+        top = scores.topk(k, dim=1)
+        cands = Domains.cat([branching.relu_children(self.structure, batch, top.indices[:, j]) for j in range(k)])
+        self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
+        choice = top.indices[:, 0]
+        if k > 1:
+            values = cands["value"].clone()
+            invalid = (top.values < 0).T.reshape(k, 1, p).expand(k, 2, p).reshape(-1)  # a stable candidate
+            values[invalid] = -torch.inf
+            best = branching.pick_best_candidates(values, p, k)
+            cands = branching.gather_candidate_children(cands, best, p, k)
+            choice = top.indices[torch.arange(p), best]
+        if o.refine:
+            self._refine(cands, choice.repeat(2))
+        return cands
+
+    def _refine(self, kids: Domains, choice: torch.Tensor) -> None:
+        """Recompute the carried layers after each child's split layer (those before it cannot change),
+        intersected with the child's bounds: one engine call per split layer."""
+        layer_of = torch.cat([torch.full((s.size,), s.pre, dtype=torch.int64) for s in self.structure.split_layers])
+        split_at = layer_of[choice]
+        for pre in torch.unique(split_at).tolist():
+            if not any(k > pre for k in self.structure.carried):
+                continue  # the last split layer: nothing after it to refine
+            rows = torch.nonzero(split_at == pre).reshape(-1)
+            part = kids.select(rows)
+            self._bound_into(part, "tighten", parent_rows=part["rows"], replace_upto=pre)
+            for name, v in part.items():
+                if name in kids:
+                    kids[name][rows] = v
+                else:
+                    kids[name] = torch.zeros((len(kids), *v.shape[1:]), dtype=v.dtype)
+                    kids[name][rows] = v
+
+    # -- input branching -----------------------------------------------------------------------------------
+    def _branch_input(self, batch: Domains) -> Domains:
+        o, p = self.options, len(batch)
+        targets = self.objective.target_rows(batch["rows"])
+        scores = branching.input_scores(self.net, self.objective, batch, targets)
+        free = int((batch["ub"] > batch["lb"]).sum(1).min())
+        k = max(1, min(o.candidates, free)) if o.heuristic == "fsb" else 1
+        top = scores.topk(k, dim=1)
+        cands = Domains.cat([branching.input_children(batch, top.indices[:, j]) for j in range(k)])
+        self._bound_into(cands, "tighten", parent_rows=batch["rows"].repeat(2 * k, 1))
+        if k > 1:
+            values = cands["value"].clone()
+            values[cands["empty"]] = torch.inf  # an empty half is as good as verified
+            best = branching.pick_best_candidates(values, p, k)
+            cands = branching.gather_candidate_children(cands, best, p, k)
+        return cands
+
+    def _bound_into(self, kids: Domains, reuse: str, parent_rows: torch.Tensor, replace_upto: int = -1) -> None:
+        bounds = self.bounding.bound(kids, reuse, replace_upto)
+        self._stop_if_unsound()
+        kids["rows"] = torch.maximum(bounds.rows, parent_rows)
+        kids["value"] = self.objective.value(kids["rows"])
+        if bounds.carried is not None:
+            for k, (lo, hi) in bounds.carried.items():
+                kids[lo_key(k)], kids[hi_key(k)] = lo, hi
+        kids["empty"] = bounds.empty
+        kids["value"][bounds.empty] = torch.inf
+
+    # -- attacks on children -------------------------------------------------------------------------------
+    def _attack_children(self, kids: Domains) -> None:
+        if not len(kids):
+            return
+        if "lb" in kids:  # input boxes: every centre is a candidate
+            centres = (kids["lb"] + kids["ub"]) / 2
+            with torch.no_grad():
+                v = self.objective.violation(self.net.forward(centres))
+            if bool((v <= 0).any()):
+                self._confirm_points(centres, v)
+        o = self.options
+        if o.round_attack <= 0 or "lb" in kids or self.stats["rounds"] % o.attack_every:
+            return
+        worst = torch.topk(-kids["value"], min(o.round_attack, len(kids))).indices
+        some = kids.select(worst)
+        lb, ub = self.bounding._boxes(some)
+        rows = torch.arange(len(some)).repeat(2)  # two restarts per domain
+        x, v = attack.pgd(self.net, self.objective, lb, ub, restarts=2, steps=max(10, o.attack_steps // 5),
+                          generator=self.gen, penalty=attack.split_penalty(self.structure, some, rows),
+                          deadline=self.deadline)
+        if bool((v <= 0).any()):
+            self._confirm_points(x, v)

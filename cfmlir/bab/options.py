@@ -1,0 +1,76 @@
+"""The settings of a branch-and-bound search (:class:`BabOptions`) and what it found (:class:`BabOutcome`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: ``lp_unstable=None``: every domain goes to the LP when the inputs and ReLU neurons are at most this many
+SMALL_LP = 512
+#: ... else the domains with at most this many unstable neurons
+LP_UNSTABLE = 8
+#: ``branching="auto"``: input splits when at most this many inputs vary (ACAS Xu: 5), else ReLU splits
+AUTO_MAX_FREE_INPUTS = 16
+
+
+@dataclass
+class BabOptions:
+    """``branching``: ``"relu"`` (split unstable ReLU neurons; complete on ReLU networks), ``"input"`` (halve
+    input boxes) or ``"auto"``; ``heuristic``: ``"fsb"`` (filtered smart branching over ``candidates``
+    scored candidates) or ``"babsr"`` (the best score alone); ``batch``: domains branched per round (their
+    children are bounded in one engine call, ``engine_batch`` rows at most); ``refine``: recompute the
+    intermediate bounds of ReLU-split children too (tighter, a full certifier pass per child); ``lp_unstable``:
+    domains with at most this many unstable ReLUs are decided by the LP of :mod:`cfmlir.bab.exact` (0: only
+    those with none, where it is exact; None: every domain of a network whose LP is small -- at most
+    :data:`SMALL_LP` inputs and ReLU neurons --, else :data:`LP_UNSTABLE`); the attack's
+    ``attack_restarts`` x ``attack_steps`` (the first attack) and, every ``attack_every`` rounds of ReLU
+    branching, ``round_attack`` of the worst children attacked (input branching evaluates every child's
+    centre instead); ``memory_bytes``: the pool's memory bound (past half of it: depth-first);
+    ``max_domains``: stop ``unknown`` after this many bounded domains (None: only the time limit)."""
+
+    branching: str = "auto"
+    heuristic: str = "fsb"
+    candidates: int = 3
+    batch: int = 64
+    engine_batch: int = 1024
+    refine: bool = False
+    lp_unstable: int | None = None
+    attack_restarts: int = 20
+    attack_steps: int = 50
+    round_attack: int = 8
+    attack_every: int = 4
+    memory_bytes: int = 1 << 30
+    max_domains: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.branching not in ("auto", "relu", "input"):
+            raise ValueError(f"branching must be auto, relu or input, not '{self.branching}'")
+        if self.heuristic not in ("fsb", "babsr"):
+            raise ValueError(f"heuristic must be fsb or babsr, not '{self.heuristic}'")
+        for name in ("candidates", "batch", "engine_batch", "memory_bytes"):
+            if int(getattr(self, name)) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+
+@dataclass
+class BabOutcome:
+    """``verdict``: ``unsat``, ``sat`` or ``unknown``; ``counterexample`` (a confirmed
+    :class:`cfruntime.results.Counterexample`) for ``sat``; ``stopped``: why an ``unknown`` search ended
+    (``"deadline"``, ``"domain limit"``, ``"memory"``, ``"undecided leaf"``, ``"no branching"``,
+    ``"unsound bounds"``); ``stats``: ``domains`` (subdomains made and bounded), ``bounded`` (engine rows,
+    FSB's candidate children included), ``rounds``, ``max_depth``, ``leaves`` (LPs solved),
+    ``seconds`` (the search, after the first attack), ``branching`` per region."""
+
+    verdict: str
+    counterexample: object = None
+    stopped: str | None = None
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def domains_per_second(self) -> float:
+        s = self.stats.get("seconds", 0.0)
+        return self.stats.get("domains", 0) / s if s > 0 else 0.0
+
+    def json(self) -> dict:
+        return {"verdict": self.verdict, "stopped": self.stopped, **self.stats,
+                "domains_per_second": self.domains_per_second}

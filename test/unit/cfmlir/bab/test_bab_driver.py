@@ -1,0 +1,154 @@
+"""Branch and bound (:mod:`cfmlir.bab`) as a whole: it decides random ReLU instances the way an exact MILP
+does (issue 26, acceptance 2), runs unchanged with other polyhedral certifiers and a user's spec
+(acceptance 4), never turns an unsound certifier's bounds into ``unsat`` under ``--check`` (acceptance 1),
+and stops ``unknown`` at its limits; ``cf-run --bab`` writes what it found."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+import cfmlir
+from cfmlir.bab import BabOptions, verify_property
+from cfmlir.bab.driver import run_bab
+from cfmlir.tools.cf_run import main as cf_run
+from cftest.bab_cases import random_case
+from cftest.instances_folder import numpy_forward, relu_net, vnnlib_text
+from cftest.milp import min_violation, min_violation_by_enumeration
+
+#: seconds each random instance may take (they take well under one to a few seconds)
+PER_CASE_S = 120
+
+
+@pytest.fixture(scope="module")
+def deeppoly(shipped):
+    return shipped.compiled("deeppoly")
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_decides_random_instances_as_the_milp_does(deeppoly, seed):
+    """Nets of up to 3 hidden layers of 20 ReLUs; the threshold 10% of the output spread on the true side
+    of the exact minimum (MILP); one or two rows per disjunct."""
+    case = random_case(seed, margin=0.10, rows=1 + seed % 3 // 2)
+    out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu"))
+    assert out.verdict == case.truth, (case.sizes, out.verdict, out.stopped, out.stats)
+    if out.verdict == "sat":
+        cex = out.counterexample
+        reg = case.prop.regions[0]
+        assert np.all(cex.x >= reg.lb) and np.all(cex.x <= reg.ub)
+        A, b = reg.disjuncts[0]
+        assert np.all(A @ numpy_forward(case.ws, case.bs, cex.x) <= b + 1e-9)
+
+
+@pytest.mark.parametrize("seed", [2, 3, 4, 5, 9, 13, 17])
+def test_close_calls_on_small_nets(deeppoly, seed):
+    """1% of the spread from the minimum, one hidden layer, no first attack: decided (the unsat ones after
+    branching: one pass does not suffice), and the MILP agrees with enumerating every activation pattern."""
+    case = random_case(seed, margin=0.01, max_depth=1, max_width=8)
+    reg = case.prop.regions[0]
+    A, b = reg.disjuncts[0]
+    assert abs(min_violation_by_enumeration(case.ws, case.bs, reg.lb, reg.ub, A, np.zeros(1)) - case.minimum) < 1e-6
+    out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu", attack_restarts=0))
+    assert out.verdict == case.truth
+    assert out.verdict == "sat" or out.stats["domains"] > 1
+
+
+def test_input_branching_decides_a_low_dimensional_box(deeppoly):
+    case = random_case(3, margin=0.05, max_depth=2)
+    out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="input"))
+    assert out.verdict == case.truth == "unsat" and out.stats["branching"] == ["input"]
+
+
+@pytest.mark.parametrize("spec", ["crown_ibp", "skippoly", "deepz", "renamed deeppoly (a user's .cf)"])
+def test_other_certifiers_run_unchanged(shipped, deeppoly, spec):
+    """The driver knows a certifier only by its Float lower/upper members: CROWN-IBP, SkipPoly, DeepZ and a
+    user's spec (DeepPoly with its members renamed) decide the same instances as DeepPoly."""
+    from cfmlir.certifiers import certifier_source
+    from cftest.mutants import renamed
+
+    cert = shipped.compiled(spec) if " " not in spec else cfmlir.compile(renamed(certifier_source("deeppoly")[0])).compiled
+    for seed in (1, 2, 5):
+        case = random_case(seed, margin=0.10, max_depth=2, max_width=12)
+        out = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                      options=BabOptions(branching="relu"))
+        assert out.verdict == case.truth, (spec, seed, out.stopped)
+
+
+def test_limits_end_unknown(deeppoly):
+    case = random_case(11, margin=0.01)
+    out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() - 1.0, options=BabOptions(branching="relu"))
+    assert (out.verdict, out.stopped) == ("unknown", "deadline")
+    out = run_bab(deeppoly, case.net, case.prop, options=BabOptions(branching="relu", max_domains=3, lp_unstable=0,
+                                                                      attack_restarts=0))
+    assert (out.verdict, out.stopped) == ("unknown", "domain limit") and out.stats["domains"] <= 3 + 2 * 64
+
+
+def test_api_takes_names_and_paths(tmp_path):
+    ws, bs, model = relu_net([2, 6, 1], seed=4)
+    onnx.save(model, str(tmp_path / "net.onnx"))
+    y = numpy_forward(ws, bs, np.zeros(2))[0]
+    (tmp_path / "p.vnnlib").write_text(vnnlib_text([-0.01, -0.01], [0.01, 0.01], 1, [f"(assert (<= Y_0 {float(y) - 10.0!r}))"]))
+    out = verify_property("deeppoly", tmp_path / "net.onnx", str(tmp_path / "p.vnnlib"), timeout=60)
+    assert out.verdict == "unsat" and out.json()["verdict"] == "unsat"
+    assert cfmlir.verify_property is verify_property
+
+
+@pytest.fixture(scope="module")
+def hard(tmp_path_factory):
+    """A 4-input net with one output, its exact minimum over ``[-1, 1]^4`` (MILP), and properties ``Y_0 <=
+    t`` (the violation) 5% of the output spread below it (holds) and above it (violated)."""
+    d = tmp_path_factory.mktemp("bab_cli")
+    ws, bs, model = relu_net([4, 16, 16, 1], seed=7)
+    onnx.save(model, str(d / "net.onnx"))
+    lb, ub = -np.ones(4), np.ones(4)
+    m, _ = min_violation(ws, bs, lb, ub, np.ones((1, 1)), np.zeros(1))
+    g = np.random.default_rng(0).uniform(-1, 1, size=(2000, 4))
+    spread = float(np.ptp([numpy_forward(ws, bs, x)[0] for x in g]))
+    for name, t in (("holds", m - 0.05 * spread), ("violated", m + 0.05 * spread)):
+        (d / f"{name}.vnnlib").write_text(vnnlib_text(lb, ub, 1, [f"(assert (<= Y_0 {float(t)!r}))"]))
+    return {"dir": d, "net": d / "net.onnx"}
+
+
+def _run(hard, prop, name, *flags, certifier="deeppoly"):
+    out = hard["dir"] / f"{name}.json"
+    rc = cf_run(["--quiet", "--certifier", str(certifier), "--net", str(hard["net"]), "--vnnlib",
+                 str(hard["dir"] / f"{prop}.vnnlib"), "--json", str(out), *map(str, flags)])
+    return rc, json.loads(out.read_text())
+
+
+def test_cf_run_bab_decides_and_reports(hard):
+    """What one pass (and the attack) leaves unknown, ``--bab on`` decides: ``unsat`` below the minimum,
+    ``sat`` above it with the competition's result file; ``--bab off`` and ``auto`` without a time limit
+    leave the JSON without ``bab``."""
+    from cfruntime.results import read_result
+
+    rc, one = _run(hard, "holds", "holds_off", "--bab", "off", "--split", "off")
+    assert rc == 0 and one["verdict"] == "unknown" and "bab" not in one  # the test means something
+    rc, auto = _run(hard, "holds", "holds_auto", "--split", "off")
+    assert rc == 0 and "bab" not in auto
+    rc, d = _run(hard, "holds", "holds_on", "--bab", "on", "--bab-branching", "relu")
+    assert rc == 0 and d["verdict"] == "unsat" and d["bab"]["verdict"] == "unsat"
+    assert set(d["bab"]) >= {"domains", "rounds", "seconds", "domains_per_second", "branching", "stopped"}
+    rc, v = _run(hard, "violated", "violated_on", "--bab", "on", "--results", hard["dir"] / "violated.txt")
+    assert rc == 0 and v["verdict"] == "sat"
+    verdict, xs, ys = read_result(hard["dir"] / "violated.txt")
+    assert verdict == "sat" and len(xs) == 4 and len(ys) == 1
+
+
+@pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
+def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant):
+    """A mutant certifier's bounds, checked on every batch of subdomains (``--check``, on by default for a
+    ``.cf`` file), never make an ``unsat``; the exit status says unsound."""
+    from cftest.mutants import unsound_file
+
+    cf = unsound_file(hard["dir"], mutant)
+    rc, d = _run(hard, "holds", cf.stem, "--bab", "on", "--bab-branching", "relu", certifier=cf)
+    assert rc == 3 and d["unsound"] is True and d["verdict"] != "unsat"
