@@ -7,7 +7,9 @@ case analysis) poorly, so when it answers ``unknown`` the problem is split on th
 first ``If`` in the negated goal that is not yet decided (``c`` and ``not c``), and each case is
 refuted in turn (again splitting on ``unknown``), up to ``max_splits`` levels.  The first ``eager``
 conditions are split before any check: nlsat does not always stop at its time limit, and the cases
-are usually instant.  ``unsat`` in every
+are usually instant.  A problem with an integer term (``floor`` is z3's ``ToInt``: mixed
+integer-real arithmetic, on which QF_NRA's nlsat answers ``unknown``) goes to z3's QF_NIRA solver
+instead (integer reasoning: ``l <= x => floor(l) <= floor(x)`` at once).  ``unsat`` in every
 case: the obligation is valid.  ``sat`` in some case: that model.  Otherwise ``unknown``.
 """
 
@@ -44,8 +46,22 @@ def _ite_conditions(f) -> list:
     return uniq
 
 
-def _check(facts, seconds: float, seed: int = 0):
-    s = z3.SolverFor("QF_NRA")
+def has_int(fs) -> bool:
+    """Does any formula of ``fs`` contain an integer-sorted term (a ``floor``)?"""
+    seen, stack = set(), list(fs)
+    while stack:
+        t = stack.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if t.sort_kind() == z3.Z3_INT_SORT:
+            return True
+        stack.extend(t.children())
+    return False
+
+
+def _check(facts, seconds: float, seed: int = 0, logic: str = "QF_NRA"):
+    s = z3.SolverFor(logic)
     s.set("timeout", max(1, int(seconds * 1000)))
     s.set("random_seed", seed)
     s.add(*facts)
@@ -60,6 +76,7 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
     background = [normal(f) for f in background]
     neg = normal(negated_goal)
     conds = _ite_conditions(neg)
+    logic = "QF_NIRA" if has_int(background + [neg]) else "QF_NRA"
 
     def split(cases, depth, c):
         for case in (c, z3.Not(c)):
@@ -74,7 +91,7 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
             return "unknown", "timed out"
         if depth < eager and depth < len(conds):
             return split(cases, depth, conds[depth])
-        r, extra = _check(background + cases + [neg], min(step * (1 + depth), left))
+        r, extra = _check(background + cases + [neg], min(step * (1 + depth), left), logic=logic)
         if r == z3.unsat:
             return "unsat", None
         if r == z3.sat:
@@ -85,7 +102,7 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
             # last try with the time that is left for this branch
             left = deadline - time.perf_counter()
             if left > 0 and depth < max_splits:
-                r, extra = _check(background + cases + [neg], left)
+                r, extra = _check(background + cases + [neg], left, logic=logic)
                 if r == z3.unsat:
                     return "unsat", None
                 if r == z3.sat:
