@@ -97,6 +97,8 @@ class SymbolicEvaluator:
         self.loc = None
         #: the rule's parameter reads (:class:`cfmlir.verify.params.Params`; set by the rule's problem)
         self.params = None
+        #: did the rule take an integer part (``floor``)?
+        self.takes_floor = False
 
     # -- helpers ----------------------------------------------------------------------------------
     def conv(self, v, ty):
@@ -374,6 +376,7 @@ class SymbolicEvaluator:
             x = args[0]
             return z3.If(x >= 0, x, -x)
         if n == "floor":  # exact: the integer part, in mixed integer-real arithmetic
+            self.takes_floor = True  # (the rule's claims go to z3's QF_NIRA: cfmlir.verify.solve)
             return z3.ToReal(z3.ToInt(args[0]))
         if n in ("max", "min"):
             xs = args if len(args) == 2 else args[0]

@@ -182,7 +182,8 @@ def discharge_polynomial(prob, ob, background, part, deadline):
     """z3's nlsat with case splits (:mod:`cfmlir.verify.solve`); a model is replayed."""
     from cfmlir.verify.replay import confirm
 
-    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline)
+    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline,
+                      integer=prob.ev.takes_floor or prob.rule.op == "Floor")
     if r == "unsat":
         return VERIFIED, None
     if r == "unknown":

@@ -7,7 +7,7 @@ case analysis) poorly, so when it answers ``unknown`` the problem is split on th
 first ``If`` in the negated goal that is not yet decided (``c`` and ``not c``), and each case is
 refuted in turn (again splitting on ``unknown``), up to ``max_splits`` levels.  The first ``eager``
 conditions are split before any check: nlsat does not always stop at its time limit, and the cases
-are usually instant.  A problem with an integer term (``floor`` is z3's ``ToInt``: mixed
+are usually instant.  A problem that takes an integer part (``floor`` is z3's ``ToInt``: mixed
 integer-real arithmetic, on which QF_NRA's nlsat answers ``unknown``) goes to z3's QF_NIRA solver
 instead (integer reasoning: ``l <= x => floor(l) <= floor(x)`` at once).  ``unsat`` in every
 case: the obligation is valid.  ``sat`` in some case: that model.  Otherwise ``unknown``.
@@ -46,20 +46,6 @@ def _ite_conditions(f) -> list:
     return uniq
 
 
-def has_int(fs) -> bool:
-    """Does any formula of ``fs`` contain an integer-sorted term (a ``floor``)?"""
-    seen, stack = set(), list(fs)
-    while stack:
-        t = stack.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if t.sort_kind() == z3.Z3_INT_SORT:
-            return True
-        stack.extend(t.children())
-    return False
-
-
 def _check(facts, seconds: float, seed: int = 0, logic: str = "QF_NRA"):
     s = z3.SolverFor(logic)
     s.set("timeout", max(1, int(seconds * 1000)))
@@ -71,12 +57,14 @@ def _check(facts, seconds: float, seed: int = 0, logic: str = "QF_NRA"):
     return r, s.reason_unknown() if r == z3.unknown else None
 
 
-def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0, max_splits: int = 8, eager: int = 4):
-    """``('unsat', None)``, ``('sat', model)`` or ``('unknown', reason)``."""
+def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0, max_splits: int = 8, eager: int = 4,
+           integer: bool = False):
+    """``('unsat', None)``, ``('sat', model)`` or ``('unknown', reason)``; ``integer``: the problem
+    takes integer parts (``floor``), decided by QF_NIRA."""
     background = [normal(f) for f in background]
     neg = normal(negated_goal)
     conds = _ite_conditions(neg)
-    logic = "QF_NIRA" if has_int(background + [neg]) else "QF_NRA"
+    logic = "QF_NIRA" if integer else "QF_NRA"
 
     def split(cases, depth, c):
         for case in (c, z3.Not(c)):
