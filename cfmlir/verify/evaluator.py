@@ -33,10 +33,27 @@ from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.syntax import ast
 from cfmlir.verify import values as S
 from cfmlir.verify.errors import FragmentError
+from cfmlir.verify.infinity import NotExtendedReal, check_arith, infinite, mentions
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.world import World
 
 _MAX_CALL_DEPTH = 64
+
+
+def _const(v):
+    """The rational value of a constant number (a Python number or a z3 rational), else ``None``."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, z3.ArithRef):
+        v = z3.simplify(v)
+        if z3.is_rational_value(v):
+            return v.as_fraction()
+    return None
+
+
+def _is_const(v, value=None) -> bool:
+    c = _const(v)
+    return c is not None and (value is None or c == value)
 
 
 @dataclass
@@ -80,6 +97,8 @@ class SymbolicEvaluator:
         self.loc = None
         #: the rule's parameter reads (:class:`cfmlir.verify.params.Params`; set by the rule's problem)
         self.params = None
+        #: did the rule take an integer part (``floor``)?
+        self.takes_floor = False
 
     # -- helpers ----------------------------------------------------------------------------------
     def conv(self, v, ty):
@@ -185,7 +204,15 @@ class SymbolicEvaluator:
                 return _compare(op, a, b)
             return S.SCt(op, a, b)
         if S.is_num(a) and S.is_num(b):
-            return {"+": a + b, "-": a - b, "*": a * b}[op] if op != "/" else a / b
+            if op == "/" and _is_const(b, 0) and _is_const(a) and not _is_const(a, 0):
+                return infinite(1 if _const(a) > 0 else -1)  # 1.0 / 0.0 is +inf (cfmlir.verify.infinity)
+            r = {"+": a + b, "-": a - b, "*": a * b}[op] if op != "/" else a / b
+            if mentions(a) or mentions(b):  # only what float64 gives a value (no inf - inf, 0 * inf)
+                try:
+                    check_arith(op, a, b, r)
+                except NotExtendedReal as exc:
+                    raise FragmentError(e.loc, str(exc)) from None
+            return r
         if op == "*":
             if S.is_num(a):
                 return S.scale(_lin(b), a)
@@ -349,6 +376,7 @@ class SymbolicEvaluator:
             x = args[0]
             return z3.If(x >= 0, x, -x)
         if n == "floor":  # exact: the integer part, in mixed integer-real arithmetic
+            self.takes_floor = True  # (the rule's claims go to z3's QF_NIRA: cfmlir.verify.solve)
             return z3.ToReal(z3.ToInt(args[0]))
         if n in ("max", "min"):
             xs = args if len(args) == 2 else args[0]

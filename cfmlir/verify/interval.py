@@ -5,13 +5,16 @@ an infinite end means "unbounded" (a real value is never infinite).  Every opera
 interval that contains the exact real result for every choice of reals in its arguments:
 
 * ``+ - * /`` are correctly rounded in IEEE float64, so each computed end is moved one ulp outward
-  (``math.nextafter``) -- except a sum that is exact (Knuth's TwoSum error term is 0), so that
+  (``math.nextafter``; a product that underflowed to 0 too: ``1e-200 * 1e-200`` is a positive
+  real) -- except a sum that is exact (Knuth's TwoSum error term is 0), so that
   ``0 + 0`` stays ``0`` and a strict atom at 0 is seen to fail; ``0 * inf`` is ``0`` (an end at infinity is a limit, the factor 0 is exact);
   a division by an interval containing 0 is the whole line;
 * ``exp`` and ``log`` come from the C library, assumed accurate to 1 ulp (glibc documents < 1 ulp);
   their ends are moved four ulp outward.  ``exp`` overflowing at the lower end gives the largest
-  float (not ``inf``, which would claim more than is known); ``log`` of an interval reaching 0 or below
-  is unbounded below (and the whole line when it lies at or below 0: the encoding says nothing there).
+  float (not ``inf``, which would claim more than is known); ``log`` of an interval ``[0, hi]``
+  (``hi > 0``) is unbounded below (``log(0) = -inf``), and the whole line when the interval reaches
+  below 0 or is ``[0, 0]`` (the log of a negative number is no real, NaN in float64; the encoding
+  says nothing there).
 
 Example: ``mul((-1.0, 2.0), (3.0, inf))`` is ``(-inf, inf)``; ``exp((0.0, 1.0))`` is
 ``(0.999..., 2.718...)`` containing ``[1, e]``.
@@ -92,18 +95,24 @@ def sub(a, b):
     return add(a, neg(b))
 
 
-def _mul1(x: float, y: float) -> float:
+def _mul1(x: float, y: float) -> tuple[float, float]:
+    """The product of two end points as an interval: exact for a factor 0 (``0 * inf = 0``) or an
+    infinite factor (a limit); else one ulp either side of the rounded product -- also when that
+    product underflowed to 0 (``1e-200 * 1e-200`` is ``0.0`` in float64, but a positive real) or
+    overflowed."""
     if x == 0.0 or y == 0.0:
-        return 0.0
-    return x * y
+        return (0.0, 0.0)
+    p = x * y
+    if math.isinf(x) or math.isinf(y):
+        return (p, p)
+    return (down(p), up(p))
 
 
 def mul(a, b):
     if a[0] == a[1] == 0.0 or b[0] == b[1] == 0.0:
         return (0.0, 0.0)
     ps = (_mul1(a[0], b[0]), _mul1(a[0], b[1]), _mul1(a[1], b[0]), _mul1(a[1], b[1]))
-    lo, hi = min(ps), max(ps)
-    return (down(lo) if lo not in (0.0, -INF) else lo, up(hi) if hi not in (0.0, INF) else hi)
+    return (min(p[0] for p in ps), max(p[1] for p in ps))
 
 
 def sqr(a):
@@ -161,10 +170,10 @@ def exp(a):
 
 def log(a):
     lo, hi = a
-    if hi <= 0.0:
+    if lo < 0.0 or hi <= 0.0:  # the log of a negative number is no real (NaN in float64): unknown
         return WHOLE
     top = INF if hi == INF else up(math.log(hi), 4)
-    if lo <= 0.0:
+    if lo == 0.0:  # log(0) = -inf, as the interpreter and torch compute it
         return (-INF, top)
     return (down(math.log(lo), 4), top)
 

@@ -142,6 +142,12 @@ def _close(p, q) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------
+def _x(c):
+    """A float as an exact rational, an infinite one kept as float ``+-inf`` (a rule's ``1.0 / 0.0``:
+    comparisons with it are those of the extended reals; ``inf - inf`` is NaN, never a violation)."""
+    return c if isinstance(c, float) and math.isinf(c) else Fraction(c)
+
+
 def _truth(ct, vals, eps, M):
     """``(holds, excess, text)`` of an interpreter constraint in exact arithmetic."""
     if isinstance(ct, bool):
@@ -164,16 +170,16 @@ def _truth(ct, vals, eps, M):
         if isinstance(v, V.Neuron):
             return vals[int(v)]
         if isinstance(v, (int, float)):
-            return Fraction(v)
+            return _x(v)
         if isinstance(v, V.Poly):
-            return Fraction(v.const) + sum((Fraction(c) * vals[k] for k, c in v.coeffs.items()), Fraction(0))
+            return _x(v.const) + sum((_x(c) * vals[k] for k, c in v.coeffs.items()), Fraction(0))
         raise _Mismatch(f"value {v!r} in a comparison")
 
     if op == "In":
         x = conc(ct.lhs)
         z = V.to_sym(ct.rhs)
-        old = Fraction(z.const) + sum((Fraction(c) * eps[k] for k, c in z.coeffs.items() if k < M), Fraction(0))
-        r = sum((abs(Fraction(c)) for k, c in z.coeffs.items() if k >= M), Fraction(0))
+        old = _x(z.const) + sum((_x(c) * eps[k] for k, c in z.coeffs.items() if k < M), Fraction(0))
+        r = sum((abs(_x(c)) for k, c in z.coeffs.items() if k >= M), Fraction(0))
         excess = abs(x - old) - r
         return excess <= 0, excess, f"|value {float(x):.9g} - Z {float(old):.9g}| > radius {float(r):.9g}"
     a, b = conc(ct.lhs), conc(ct.rhs)

@@ -32,6 +32,7 @@ from cfmlir.verify import errors
 from cfmlir.verify import values as S
 from cfmlir.verify.errors import Deadline, FragmentError, RuleTimeout
 from cfmlir.verify.evaluator import Obligation, SymbolicEvaluator
+from cfmlir.verify.infinity import NotExtendedReal, settle
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.operators import OPERATORS, bind
 from cfmlir.verify.params import Params
@@ -140,8 +141,13 @@ def _verify_rule(checked, tname, rule, K, M, timeout, t0, res) -> RuleResult:
         if time.perf_counter() >= deadline:
             unknown.append(f"timeout after {timeout:g} s")
             break
+        try:  # comparisons with an infinite constant (1.0 / 0.0) decided in the extended reals
+            goal = settle(holds(ob.goal))
+            ob.guard, ob.assume = settle(ob.guard), [settle(a) for a in ob.assume]
+        except NotExtendedReal as exc:
+            raise FragmentError(ob.loc, str(exc)) from None
         # A conjunction is valid when each conjunct is (each is a smaller problem).
-        for part in conjuncts(holds(ob.goal)):
+        for part in conjuncts(goal):
             if _nonlinear(part, ob, apps):
                 verdict, found = discharge_nonlinear(prob, ob, premises, part, deadline)
                 if verdict == UNKNOWN and str(found).startswith(OUTSIDE):  # z3 with the facts instead
@@ -176,7 +182,8 @@ def discharge_polynomial(prob, ob, background, part, deadline):
     """z3's nlsat with case splits (:mod:`cfmlir.verify.solve`); a model is replayed."""
     from cfmlir.verify.replay import confirm
 
-    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline)
+    r, model = refute(background + list(ob.assume) + [ob.guard], z3.Not(part), deadline,
+                      integer=prob.ev.takes_floor or prob.rule.op == "Floor")
     if r == "unsat":
         return VERIFIED, None
     if r == "unknown":

@@ -7,7 +7,9 @@ case analysis) poorly, so when it answers ``unknown`` the problem is split on th
 first ``If`` in the negated goal that is not yet decided (``c`` and ``not c``), and each case is
 refuted in turn (again splitting on ``unknown``), up to ``max_splits`` levels.  The first ``eager``
 conditions are split before any check: nlsat does not always stop at its time limit, and the cases
-are usually instant.  ``unsat`` in every
+are usually instant.  A problem that takes an integer part (``floor`` is z3's ``ToInt``: mixed
+integer-real arithmetic, on which QF_NRA's nlsat answers ``unknown``) goes to z3's QF_NIRA solver
+instead (integer reasoning: ``l <= x => floor(l) <= floor(x)`` at once).  ``unsat`` in every
 case: the obligation is valid.  ``sat`` in some case: that model.  Otherwise ``unknown``.
 """
 
@@ -44,8 +46,8 @@ def _ite_conditions(f) -> list:
     return uniq
 
 
-def _check(facts, seconds: float, seed: int = 0):
-    s = z3.SolverFor("QF_NRA")
+def _check(facts, seconds: float, seed: int = 0, logic: str = "QF_NRA"):
+    s = z3.SolverFor(logic)
     s.set("timeout", max(1, int(seconds * 1000)))
     s.set("random_seed", seed)
     s.add(*facts)
@@ -55,11 +57,14 @@ def _check(facts, seconds: float, seed: int = 0):
     return r, s.reason_unknown() if r == z3.unknown else None
 
 
-def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0, max_splits: int = 8, eager: int = 4):
-    """``('unsat', None)``, ``('sat', model)`` or ``('unknown', reason)``."""
+def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0, max_splits: int = 8, eager: int = 4,
+           integer: bool = False):
+    """``('unsat', None)``, ``('sat', model)`` or ``('unknown', reason)``; ``integer``: the problem
+    takes integer parts (``floor``), decided by QF_NIRA."""
     background = [normal(f) for f in background]
     neg = normal(negated_goal)
     conds = _ite_conditions(neg)
+    logic = "QF_NIRA" if integer else "QF_NRA"
 
     def split(cases, depth, c):
         for case in (c, z3.Not(c)):
@@ -74,7 +79,7 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
             return "unknown", "timed out"
         if depth < eager and depth < len(conds):
             return split(cases, depth, conds[depth])
-        r, extra = _check(background + cases + [neg], min(step * (1 + depth), left))
+        r, extra = _check(background + cases + [neg], min(step * (1 + depth), left), logic=logic)
         if r == z3.unsat:
             return "unsat", None
         if r == z3.sat:
@@ -85,7 +90,7 @@ def refute(background: list, negated_goal, deadline: float, *, step: float = 2.0
             # last try with the time that is left for this branch
             left = deadline - time.perf_counter()
             if left > 0 and depth < max_splits:
-                r, extra = _check(background + cases + [neg], left)
+                r, extra = _check(background + cases + [neg], left, logic=logic)
                 if r == z3.unsat:
                     return "unsat", None
                 if r == z3.sat:
