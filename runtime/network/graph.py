@@ -127,10 +127,20 @@ def elementwise_image(kind: str, alpha: float | None, lo: torch.Tensor, hi: torc
     return fl, fh
 
 
+#: beyond this magnitude the float 2 pi has drifted from the real one by more than the margin below: every
+#: interval is taken to hold an extremum (the image widens to [-1, 1], never narrows)
+_PHASE_RANGE = 1e6
+#: the margin, in radians, on both ends of the test (the drift of ``k * float(2 pi)`` for ``|k| < 1e6``
+#: is below 1e-9)
+_PHASE_MARGIN = 1e-8
+
+
 def _contains_phase(lo: torch.Tensor, hi: torch.Tensor, p: float) -> torch.Tensor:
-    """Whether some ``p + 2 pi k`` lies in ``[lo, hi]``."""
+    """Whether some ``p + 2 pi k`` lies in ``[lo, hi]``, erring towards yes (a margin on both ends, and yes
+    outside ``[-1e6, 1e6]``: the float ``2 pi`` drifts from the real one far out)."""
     tau = 2 * math.pi
-    return p + tau * torch.floor((hi - p) / tau) >= lo
+    near = p + tau * torch.floor((hi + _PHASE_MARGIN - p) / tau) >= lo - _PHASE_MARGIN
+    return near | (lo.abs() > _PHASE_RANGE) | (hi.abs() > _PHASE_RANGE)
 
 
 def _prod(shape: Sequence[int]) -> int:

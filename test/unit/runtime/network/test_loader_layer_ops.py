@@ -5,6 +5,8 @@ float64 kernels), has the intended layers, and what the loader refuses is one li
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -318,3 +320,17 @@ def test_every_elementwise_kind_has_a_function_and_an_exact_interval_image():
     # softplus is exact where torch's own cuts over to the identity
     x = torch.tensor([[25.0, -40.0]], dtype=torch.float64)
     torch.testing.assert_close(ELEMENTWISE_FUNCTIONS["softplus"](x, None), torch.log1p(torch.exp(x)), rtol=1e-15, atol=0)
+
+
+def test_periodic_image_errs_towards_the_extrema_far_out():
+    """The reference image of sin/cos never narrows where float 2 pi has drifted from the real one: beyond
+    1e6 every interval holds both extrema, and an extremum a hair outside an end still counts (margin)."""
+    far = torch.tensor([1e15, -3e7], dtype=torch.float64)
+    for kind in ("sin", "cos"):
+        lo, hi = elementwise_image(kind, None, far, far)
+        assert torch.equal(lo, -torch.ones(2, dtype=torch.float64)) and torch.equal(hi, torch.ones(2, dtype=torch.float64))
+    at = torch.tensor([math.pi / 2 + 1e-9], dtype=torch.float64)  # the peak just below the interval's low end
+    assert elementwise_image("sin", None, at, at + 0.1)[1].item() == 1.0
+    near = torch.tensor([0.5], dtype=torch.float64)  # no extremum within [0.5, 1.0]: the ends
+    lo, hi = elementwise_image("sin", None, near, near + 0.5)
+    assert hi.item() == math.sin(1.0) and lo.item() == math.sin(0.5)
