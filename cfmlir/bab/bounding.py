@@ -108,8 +108,11 @@ class CertifierBounding:
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
 
-        # the rows' upper bounds are never used: the last layer's rule does not compute them
-        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.inf, dtype=torch.float64)
+        # the rows' upper bounds are never used: the last layer's rule does not compute them; the
+        # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
+        # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
+        dtype = self.options["dtype"]
+        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
         overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
