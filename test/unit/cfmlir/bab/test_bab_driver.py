@@ -144,11 +144,15 @@ def test_cf_run_bab_decides_and_reports(hard):
 
 
 @pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
-def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant):
+def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant, monkeypatch, tmp_path):
     """A mutant certifier's bounds, checked on every batch of subdomains (``--check``, on by default for a
-    ``.cf`` file), never make an ``unsat``; the exit status says unsound."""
+    ``.cf`` file), never make an ``unsat``; the exit status says unsound.  (The prover refutes these mutants
+    before any analysis: here it is made to miss them, :mod:`cftest.proofs`, so that the check is tested.)"""
     from cftest.mutants import unsound_file
+    from cftest.proofs import prover_misses
 
     cf = unsound_file(hard["dir"], mutant)
+    prover_misses(monkeypatch, tmp_path / "cache", cf.read_text())
     rc, d = _run(hard, "holds", cf.stem, "--bab", "on", "--bab-branching", "relu", certifier=cf)
     assert rc == 3 and d["unsound"] is True and d["verdict"] != "unsat"
+
