@@ -103,6 +103,32 @@ class CertifierBounding:
                 empty |= (lo > hi).any(1)
         return Bounds(rows, carried, empty)
 
+    def bound_optimized(self, domains: Domains, optimize, verified) -> Bounds:
+        """Bounds of the domains (the root) with the certifier's parameters optimised for their rows
+        (:func:`cfmlir.optimize.optimize_bounds`, alpha-CROWN's loop; ``optimize``: its
+        :class:`~cfmlir.optimize.OptimizeOptions`, ``verified(rows) -> [P] bool``: where to stop early).
+        Every layer's bounds come from the final run with each domain's best parameters (any parameter
+        values give sound bounds), so the carried layers are as tight as the optimisation made them and
+        every later child, bounded with the parameters' initial values, starts from them."""
+        from cfmlir.engines import store_layer_bounds
+        from cfmlir.optimize import optimize_bounds
+
+        lb, ub = self._boxes(domains)
+        o = self.options
+        lower, upper, final = optimize_bounds(self.cert, self.mnet, lb, ub, optimize, dtype=o["dtype"],
+                                              device=o["device"], sparse=o["sparse"], widen=o["widen"],
+                                              verified=verified, keep_final=True)
+        lower, upper = lower.to("cpu", torch.float64), upper.to("cpu", torch.float64)
+        self.rows_bounded += lower.shape[0]
+        layers = store_layer_bounds(self.cert, self.mnet, final, lower, upper)
+        if self.check is not None:
+            self.check(self.mnet, lb, ub, layers, self.region, inside=None)
+        carried = {k: layers[k] for k in self.structure.carried}
+        empty = torch.zeros(lower.shape[0], dtype=torch.bool)
+        for lo, hi in carried.values():
+            empty |= (lo > hi).any(1)
+        return Bounds(lower, carried, empty)
+
     def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
         from cfmlir.engines import store_layer_bounds
         from cfruntime.flow.engine import run_certifier
