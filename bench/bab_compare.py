@@ -2,7 +2,7 @@
 one run at a time on this machine (issue 26, acceptance 3).
 
     .venv/bin/python bench/bab_compare.py BENCHMARKS_DIR --benchmarks mnistfc,acasxu [--first 20] [--every 1]
-        [--timeout S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
+        [--timeout CAP_S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
         [--tools ours,abcrown] [--out bench/results/bab_compare.json]
 
 ``BENCHMARKS_DIR`` holds the benchmark folders (a checkout of ``stanleybak/vnncomp2021``'s ``benchmarks/``);
@@ -23,7 +23,7 @@ answers (the majority of the competition's verifiers, ``--reference``: ``results
 ``stanleybak/vnncomp2021_results``), the mean wall time per decided instance, the mean CPU time (the child's
 user + system seconds: the machine is shared, wall times are not), and subdomains per second (ours:
 ``bab.domains_per_second`` of the JSON; abcrown: its last ``N domains visited`` over its ``Cumulative time``).
-Results go to ``--out`` as JSON with one row per instance and tool.  ``--first N`` / ``--every K`` pick a
+Results go to ``--out`` as JSON with one row per instance and tool.  ``--skip S`` / ``--every K`` / ``--first N`` pick a
 subset of each benchmark's CSV lines.
 """
 
@@ -162,7 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument("--benchmarks", default="mnistfc,acasxu")
     ap.add_argument("--first", type=int, default=None)
     ap.add_argument("--every", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=None, help="replace the CSV's time limits")
+    ap.add_argument("--skip", type=int, default=0, help="start at this CSV line (0-based)")
+    ap.add_argument("--timeout", type=float, default=None, help="cap the CSV's time limits at S seconds")
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
     ap.add_argument("--certifier", default="deeppoly")
@@ -186,10 +187,10 @@ def main(argv=None) -> int:
             if csv_path is None:
                 raise SystemExit(f"error: {folder}: no instances CSV")
             lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
-            lines = lines[::args.every][:args.first]
+            lines = lines[args.skip::args.every][:args.first]
             rows = []
             for onnx, vnnlib, limit in lines:
-                limit = args.timeout or float(limit)
+                limit = min(args.timeout, float(limit)) if args.timeout else float(limit)
                 row = {"onnx": onnx, "vnnlib": vnnlib, "timeout_s": limit,
                        "official": majority(reference, bench, onnx, vnnlib)}
                 onnx_p, vnnlib_p = folder / onnx, folder / vnnlib

@@ -103,13 +103,42 @@ class CertifierBounding:
                 empty |= (lo > hi).any(1)
         return Bounds(rows, carried, empty)
 
+    def bound_optimized(self, domains: Domains, optimize, verified) -> Bounds:
+        """Bounds of the domains (the root) with the certifier's parameters optimised for their rows
+        (:func:`cfmlir.optimize.optimize_bounds`, alpha-CROWN's loop; ``optimize``: its
+        :class:`~cfmlir.optimize.OptimizeOptions`, ``verified(rows) -> [P] bool``: where to stop early).
+        Every layer's bounds come from the final run with each domain's best parameters (any parameter
+        values give sound bounds), so the carried layers are as tight as the optimisation made them and
+        every later child, bounded with the parameters' initial values, starts from them."""
+        from cfmlir.engines import store_layer_bounds
+        from cfmlir.optimize import optimize_bounds
+
+        lb, ub = self._boxes(domains)
+        o = self.options
+        lower, upper, final = optimize_bounds(self.cert, self.mnet, lb, ub, optimize, dtype=o["dtype"],
+                                              device=o["device"], sparse=o["sparse"], widen=o["widen"],
+                                              verified=verified, keep_final=True)
+        lower, upper = lower.to("cpu", torch.float64), upper.to("cpu", torch.float64)
+        self.rows_bounded += lower.shape[0]
+        layers = store_layer_bounds(self.cert, self.mnet, final, lower, upper)
+        if self.check is not None:
+            self.check(self.mnet, lb, ub, layers, self.region, inside=None)
+        carried = {k: layers[k] for k in self.structure.carried}
+        empty = torch.zeros(lower.shape[0], dtype=torch.bool)
+        for lo, hi in carried.values():
+            empty |= (lo > hi).any(1)
+        return Bounds(lower, carried, empty)
+
     def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
         from cfmlir.engines import store_layer_bounds
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
 
-        # the rows' upper bounds are never used: the last layer's rule does not compute them
-        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.inf, dtype=torch.float64)
+        # the rows' upper bounds are never used: the last layer's rule does not compute them; the
+        # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
+        # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
+        dtype = self.options["dtype"]
+        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
         overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],

@@ -95,6 +95,7 @@ class _RegionSearch:
             small = net.input_size + self.structure.relu_neurons <= SMALL_LP
             self.lp_unstable = self.structure.relu_neurons if small else LP_UNSTABLE
         stats["branching"].append(self.mode)
+        self.cert_params = bool(getattr(cert, "params", None))
         self.bounding = CertifierBounding(cert, self.mnet, self.structure, self.box, batch_size=options.engine_batch,
                                           check=check, region=ri, **engine_options)
         self.t_start = time.monotonic()
@@ -154,7 +155,11 @@ class _RegionSearch:
                         "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
         if self.mode == "input":
             root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
-        bounds = self.bounding.bound(root, "tighten")
+        if self.options.optimize is not None and self.cert_params:
+            bounds = self.bounding.bound_optimized(
+                root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)))
+        else:
+            bounds = self.bounding.bound(root, "tighten")
         self._stop_if_unsound()
         for k, (lo, hi) in bounds.carried.items():
             root[lo_key(k)], root[hi_key(k)] = lo, hi

@@ -25,7 +25,10 @@ class BabOptions:
     ``attack_restarts`` x ``attack_steps`` (the first attack) and, every ``attack_every`` rounds of ReLU
     branching, ``round_attack`` of the worst children attacked (input branching evaluates every child's
     centre instead); ``memory_bytes``: the pool's memory bound (past half of it: depth-first);
-    ``max_domains``: stop ``unknown`` after this many bounded domains (None: only the time limit)."""
+    ``max_domains``: stop ``unknown`` after this many bounded domains (None: only the time limit);
+    ``optimize`` (a :class:`cfmlir.optimize.OptimizeOptions`, or None): for a certifier with parameters
+    (``alpha_deeppoly``), the root's parameters are optimised for its rows (alpha-CROWN at the root), so
+    every child carries the optimised intermediate bounds; ignored for a certifier without parameters."""
 
     branching: str = "auto"
     heuristic: str = "fsb"
@@ -40,6 +43,7 @@ class BabOptions:
     attack_every: int = 4
     memory_bytes: int = 1 << 30
     max_domains: int | None = None
+    optimize: object = None
     seed: int = 0
 
     def __post_init__(self):

@@ -144,11 +144,66 @@ def test_cf_run_bab_decides_and_reports(hard):
 
 
 @pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
-def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant):
+def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant, monkeypatch, tmp_path):
     """A mutant certifier's bounds, checked on every batch of subdomains (``--check``, on by default for a
-    ``.cf`` file), never make an ``unsat``; the exit status says unsound."""
+    ``.cf`` file), never make an ``unsat``; the exit status says unsound.  (The prover refutes these mutants
+    before any analysis: here it is made to miss them, :mod:`cftest.proofs`, so that the check is tested.)"""
     from cftest.mutants import unsound_file
+    from cftest.proofs import prover_misses
 
     cf = unsound_file(hard["dir"], mutant)
+    prover_misses(monkeypatch, tmp_path / "cache", cf.read_text())
     rc, d = _run(hard, "holds", cf.stem, "--bab", "on", "--bab-branching", "relu", certifier=cf)
     assert rc == 3 and d["unsound"] is True and d["verdict"] != "unsat"
+
+
+def test_root_optimisation_of_a_parametric_certifier(shipped):
+    """``BabOptions(optimize=...)`` with alpha-DeepPoly: the root's rows are at least the unoptimised ones
+    (above them somewhere: the optimisation means something), every carried layer's bounds hold on concrete
+    points of the box, and the search still decides as the MILP does."""
+    import numpy as np
+
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.bab.domains import Domains
+    from cfmlir.bab.objective import Objective
+    from cfmlir.bab.structure import structure_of
+    from cfmlir.optimize import OptimizeOptions
+
+    cert = shipped.compiled("alpha_deeppoly")
+    optimize = OptimizeOptions(iterations=10)
+    gained = False
+    for seed in (1, 2, 5):
+        case = random_case(seed, margin=0.10, max_depth=2, max_width=12)
+        region = case.prop.regions[0]
+        obj = Objective(region)
+        mnet = case.net.with_margin_layer(obj.A)
+        st = structure_of(mnet)
+        box = (torch.from_numpy(np.asarray(region.lb, float)), torch.from_numpy(np.asarray(region.ub, float)))
+        bounding = CertifierBounding(cert, mnet, st, box)
+
+        def root():
+            return Domains({"rows": torch.zeros(1, obj.rows, dtype=torch.float64),
+                            "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
+
+        plain = bounding.bound(root(), "tighten")
+        opt = bounding.bound_optimized(root(), optimize, lambda rows: torch.zeros(rows.shape[0], dtype=torch.bool))
+        assert bool((opt.rows >= plain.rows - 1e-12).all())
+        gained |= bool((opt.rows > plain.rows + 1e-9).any())
+        x = box[0] + (box[1] - box[0]) * torch.rand(5000, box[0].shape[0], generator=torch.Generator().manual_seed(seed),
+                                                     dtype=torch.float64)
+        vals = mnet.forward_all(x)
+        for k, (lo, hi) in opt.carried.items():
+            assert bool((vals[k] >= lo - 1e-9).all() and (vals[k] <= hi + 1e-9).all())
+        assert bool((vals[-1] >= opt.rows - 1e-9).all())
+        out = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                      options=BabOptions(branching="relu", optimize=optimize))
+        assert out.verdict == case.truth, (seed, out.stopped)
+    assert gained
+
+
+def test_cf_run_bab_with_optimize_decides(hard):
+    """``cf-run --certifier alpha_deeppoly --optimize N --bab on``: the root's parameters are optimised and
+    the search decides what one pass leaves unknown."""
+    rc, d = _run(hard, "holds", "holds_alpha", "--bab", "on", "--bab-branching", "relu", "--optimize", "5",
+                 certifier="alpha_deeppoly")
+    assert rc == 0 and d["verdict"] == "unsat" and d["bab"]["verdict"] == "unsat"

@@ -159,3 +159,49 @@ def test_membership_keeps_points_of_the_subdomain():
     assert inside(vals, rows).tolist() == [True, False, True, False]
     assert subdomain_membership(Domains({"value": torch.zeros(1), split_key(1): torch.zeros(1, 3, dtype=torch.int8)}),
                                 st) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_refine_replaces_up_to_the_split_layer_and_tightens_after(shipped, seed):
+    """Refining ReLU children split on layer 3 (``bound(kids, "tighten", replace_upto=3)``): the carried
+    layers 1 and 3 come back exactly as the children gave them (replaced: nothing before or at the split
+    layer can change), layer 5 is recomputed and intersected (never looser than the child's, tighter
+    somewhere), and every bound, and every margin row, holds on the concrete points of each child's
+    subdomain."""
+    from cfmlir.bab.bounding import CertifierBounding
+
+    net = mlp([3, 8, 8, 8, 2], seed=seed)
+    mnet = net.with_margin_layer(torch.tensor([[1.0, -1.0]], dtype=torch.float64))
+    st = structure_of(mnet)
+    assert st.carried == (1, 3, 5)
+    lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, (lb, ub))
+    root = Domains({"rows": torch.zeros(1, 1, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
+                    "depth": torch.zeros(1, dtype=torch.int32)})
+    parent = bounding.bound(root, "tighten")
+    for k, (lo, hi) in parent.carried.items():
+        root[lo_key(k)], root[hi_key(k)] = lo, hi
+    for s in st.split_layers:
+        root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+    g = torch.Generator().manual_seed(seed)
+    x = lb + (ub - lb) * torch.rand(20000, 3, generator=g, dtype=torch.float64)
+    vals = mnet.forward_all(x)
+    # a neuron of layer 3 that takes both signs on the box (so both children hold sampled points)
+    both = (vals[3] > 0).any(0) & (vals[3] < 0).any(0)
+    assert bool(both.any())  # the test means something
+    n = int(torch.nonzero(both)[0])
+    kids = branching.relu_children(st, root, torch.tensor([8 + n]))  # layer 3 follows layer 1's 8 neurons
+    out = bounding.bound(kids, "tighten", replace_upto=3)
+    for k in (1, 3):
+        assert torch.equal(out.carried[k][0], kids[lo_key(k)]) and torch.equal(out.carried[k][1], kids[hi_key(k)])
+    lo5, hi5 = out.carried[5]
+    assert bool((lo5 >= kids["lo5"]).all() and (hi5 <= kids["hi5"]).all())
+    assert bool(((lo5 > kids["lo5"]) | (hi5 < kids["hi5"])).any())  # the split tightened layer 5 somewhere
+    # soundness on concrete points of each child's subdomain (its split's sign holds)
+    for r, sign in enumerate((1, -1)):
+        inside = vals[3][:, n] * sign >= 0
+        assert int(inside.sum()) > 0
+        for k in (1, 3, 5):
+            v = vals[k][inside]
+            assert bool((v >= out.carried[k][0][r] - 1e-9).all() and (v <= out.carried[k][1][r] + 1e-9).all())
+        assert bool((vals[-1][inside] >= out.rows[r] - 1e-9).all())
