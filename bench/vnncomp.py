@@ -202,19 +202,28 @@ def coverage(folder: Path) -> dict:
             "problems": dict(problems), "rules": rules}
 
 
-def coverage_table(rows: list[dict]) -> str:
-    """The ``--coverage`` rows as a Markdown table."""
+def coverage_head() -> str:
+    """The ``--coverage`` table's head (two Markdown lines)."""
     from cfmlir.tools.onnx_support import CERTIFIER_FILES
 
     head = ["benchmark", "networks loaded", "layer kinds", *CERTIFIER_FILES, "not loaded"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        kinds = ", ".join(k for k in r["kinds"] if k != "affine") or "affine"
-        marks = [("–" if not r["loaded"] else ("✓" if not r["rules"][c] else "no " + ", ".join(r["rules"][c])))
-                 for c in CERTIFIER_FILES]
-        why = "; ".join(f"{n}x {k}" for k, n in r["problems"].items())
-        lines.append(f"| {r['benchmark']} | {r['loaded']}/{r['networks']} | {kinds} | " + " | ".join(marks) + f" | {why} |")
-    return "\n".join(lines)
+    return "| " + " | ".join(head) + " |\n" + "|" + "---|" * len(head)
+
+
+def coverage_line(r: dict) -> str:
+    """One ``--coverage`` row as a Markdown table line."""
+    from cfmlir.tools.onnx_support import CERTIFIER_FILES
+
+    kinds = ", ".join(k for k in r["kinds"] if k != "affine") or "affine"
+    marks = [("–" if not r["loaded"] else ("✓" if not r["rules"][c] else "no " + ", ".join(r["rules"][c])))
+             for c in CERTIFIER_FILES]
+    why = "; ".join(f"{n}x {k}" for k, n in r["problems"].items())
+    return f"| {r['benchmark']} | {r['loaded']}/{r['networks']} | {kinds} | " + " | ".join(marks) + f" | {why} |"
+
+
+def coverage_table(rows: list[dict]) -> str:
+    """The ``--coverage`` rows as a Markdown table."""
+    return "\n".join([coverage_head(), *map(coverage_line, rows)])
 
 
 def main() -> int:
@@ -236,10 +245,13 @@ def main() -> int:
     if args.first is not None and args.first < 1:
         ap.error(f"--first must be at least 1, not {args.first}")
     if args.coverage:
-        rows = [coverage(folder) for folder in benchmarks(args.dirs)]
-        print(coverage_table(rows))
+        print(coverage_head(), flush=True)
+        rows = []
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"coverage": rows}, indent=1) + "\n")
+        for folder in benchmarks(args.dirs):  # each row as it comes (big networks load for minutes)
+            rows.append(coverage(folder))
+            print(coverage_line(rows[-1]), flush=True)
+            Path(args.out).write_text(json.dumps({"coverage": rows}, indent=1) + "\n")
         return 0
     reference = reference_verdicts(args.reference) if args.reference else None
     results = []
