@@ -9,7 +9,9 @@ per line, paths relative to the folder, ``.gz`` files allowed), or a folder whos
 benchmarks (e.g. a checkout of ``vnncomp2022_benchmarks/benchmarks``).  Per benchmark: instances,
 how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``/``unknown``/``timeout``/
 ``error`` counts, the most common error reasons, and the time (instances, and starting the analysis
-process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run).
+process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run); ``--cap S``
+keeps the competition's timeouts but cuts each to at most ``S`` seconds, and ``--first N`` runs only the
+first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
 ``--split auto|on|off`` is passed on (input splitting, :mod:`cfmlir.input_splitting`); the ``split``
 column counts the instances that splitting decided.
@@ -120,10 +122,36 @@ def compare(rows: list[dict], benchmark: str, reference: dict) -> dict:
     return {"agree": agree, "disagree": len(disagreements), "disagreements": disagreements}
 
 
+def subset_csv(csv_path: Path, tmp: Path, cap: float | None, first: int | None) -> Path:
+    """The instances CSV to run: ``csv_path`` itself, or (``--cap``/``--first``) a copy in ``tmp`` with
+    absolute paths, its first ``first`` lines, each timeout cut to at most ``cap`` seconds."""
+    if cap is None and first is None:
+        return csv_path
+    rows = [row for row in csv.reader(csv_path.read_text().splitlines()) if row and not row[0].startswith("#")]
+    out = []
+    for row in rows[:first]:
+        if len(row) != 3:  # cf-run reports a malformed CSV itself: pass the line on unchanged
+            out.append(row)
+            continue
+        onnx_text, vnnlib_text, timeout_text = (x.strip() for x in row)
+        try:
+            limit = float(timeout_text)
+            timeout_text = f"{min(limit, cap):g}" if cap is not None else timeout_text
+        except ValueError:
+            pass
+        out.append([str((csv_path.parent / onnx_text).absolute()), str((csv_path.parent / vnnlib_text).absolute()),
+                    timeout_text])
+    path = tmp / "instances.csv"
+    with path.open("w", newline="") as f:
+        csv.writer(f).writerows(out)
+    return path
+
+
 def run_benchmark(folder: Path, args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "out.json"
-        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(instances_csv(folder)), "--json", str(out_json),
+        csv_path = subset_csv(instances_csv(folder), Path(tmp), args.cap, args.first)
+        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(csv_path), "--json", str(out_json),
                         "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--quiet"]
         if args.timeout is not None:
             cmd += ["--timeout", str(args.timeout)]
@@ -174,19 +202,28 @@ def coverage(folder: Path) -> dict:
             "problems": dict(problems), "rules": rules}
 
 
-def coverage_table(rows: list[dict]) -> str:
-    """The ``--coverage`` rows as a Markdown table."""
+def coverage_head() -> str:
+    """The ``--coverage`` table's head (two Markdown lines)."""
     from cfmlir.tools.onnx_support import CERTIFIER_FILES
 
     head = ["benchmark", "networks loaded", "layer kinds", *CERTIFIER_FILES, "not loaded"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        kinds = ", ".join(k for k in r["kinds"] if k != "affine") or "affine"
-        marks = [("–" if not r["loaded"] else ("✓" if not r["rules"][c] else "no " + ", ".join(r["rules"][c])))
-                 for c in CERTIFIER_FILES]
-        why = "; ".join(f"{n}x {k}" for k, n in r["problems"].items())
-        lines.append(f"| {r['benchmark']} | {r['loaded']}/{r['networks']} | {kinds} | " + " | ".join(marks) + f" | {why} |")
-    return "\n".join(lines)
+    return "| " + " | ".join(head) + " |\n" + "|" + "---|" * len(head)
+
+
+def coverage_line(r: dict) -> str:
+    """One ``--coverage`` row as a Markdown table line."""
+    from cfmlir.tools.onnx_support import CERTIFIER_FILES
+
+    kinds = ", ".join(k for k in r["kinds"] if k != "affine") or "affine"
+    marks = [("–" if not r["loaded"] else ("✓" if not r["rules"][c] else "no " + ", ".join(r["rules"][c])))
+             for c in CERTIFIER_FILES]
+    why = "; ".join(f"{n}x {k}" for k, n in r["problems"].items())
+    return f"| {r['benchmark']} | {r['loaded']}/{r['networks']} | {kinds} | " + " | ".join(marks) + f" | {why} |"
+
+
+def coverage_table(rows: list[dict]) -> str:
+    """The ``--coverage`` rows as a Markdown table."""
+    return "\n".join([coverage_head(), *map(coverage_line, rows)])
 
 
 def main() -> int:
@@ -194,6 +231,8 @@ def main() -> int:
     ap.add_argument("dirs", nargs="+")
     ap.add_argument("--certifier", default="deeppoly")
     ap.add_argument("--timeout", type=float, default=None)
+    ap.add_argument("--cap", type=float, default=None, metavar="S", help="cut each CSV timeout to at most S seconds")
+    ap.add_argument("--first", type=int, default=None, metavar="N", help="only the first N instances of each benchmark")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     ap.add_argument("--split", default="auto", choices=("auto", "on", "off"))
@@ -201,11 +240,18 @@ def main() -> int:
     ap.add_argument("--out", default="bench/results/vnncomp.json")
     ap.add_argument("--coverage", action="store_true", help="load the networks only: the benchmark x certifier table")
     args = ap.parse_args()
+    if args.cap is not None and not args.cap > 0:
+        ap.error(f"--cap must be a positive number of seconds, not {args.cap:g}")
+    if args.first is not None and args.first < 1:
+        ap.error(f"--first must be at least 1, not {args.first}")
     if args.coverage:
-        rows = [coverage(folder) for folder in benchmarks(args.dirs)]
-        print(coverage_table(rows))
+        print(coverage_head(), flush=True)
+        rows = []
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"coverage": rows}, indent=1) + "\n")
+        for folder in benchmarks(args.dirs):  # each row as it comes (big networks load for minutes)
+            rows.append(coverage(folder))
+            print(coverage_line(rows[-1]), flush=True)
+            Path(args.out).write_text(json.dumps({"coverage": rows}, indent=1) + "\n")
         return 0
     reference = reference_verdicts(args.reference) if args.reference else None
     results = []
@@ -227,7 +273,7 @@ def main() -> int:
               f"{f'{top[1]}x {top[0]}' if top else ''}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
-                                          "timeout_override_s": args.timeout, "split": args.split,
+                                          "timeout_override_s": args.timeout, "cap_s": args.cap, "first": args.first, "split": args.split,
                                           "reference": args.reference, "benchmarks": results}, indent=1, allow_nan=False) + "\n")
     return 0
 

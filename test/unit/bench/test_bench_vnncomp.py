@@ -88,3 +88,27 @@ def test_reference_results_in_the_2024_layout(tmp_path):
     assert votes == {("lsnc", "q.onnx", "q_0.vnnlib"): {"unsat": 2, "sat": 1}}
     rows = [{"onnx": "onnx/q.onnx", "vnnlib": "vnnlib/q_0.vnnlib.gz", "verdict": "unsat"}]
     assert bench.compare(rows, "lsnc", votes) == {"agree": 1, "disagree": 0, "disagreements": []}
+
+
+def test_cap_and_first_make_a_subset_with_the_competitions_limits_cut(tmp_path):
+    """``--cap S --first N``: the first N lines, absolute paths, each timeout min(CSV's, S)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_vnncomp", REPO / "bench" / "vnncomp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = tmp_path / "b"
+    folder.mkdir()
+    (folder / "instances.csv").write_text("onnx/a.onnx,vnnlib/p.vnnlib,116\n./onnx/a.onnx, vnnlib/q.vnnlib ,20.0\n"
+                                          "onnx/a.onnx,vnnlib/r.vnnlib,300\n")
+    out_dir = tmp_path / "tmp"
+    out_dir.mkdir()
+    assert bench.subset_csv(folder / "instances.csv", out_dir, None, None) == folder / "instances.csv"
+    rows = (bench.subset_csv(folder / "instances.csv", out_dir, 30.0, 2)).read_text().splitlines()
+    assert rows == [f"{folder / 'onnx/a.onnx'},{folder / 'vnnlib/p.vnnlib'},30",
+                    f"{folder / './onnx/a.onnx'},{folder / 'vnnlib/q.vnnlib'},20"]
+    rows = (bench.subset_csv(folder / "instances.csv", out_dir, None, 5)).read_text().splitlines()
+    assert [r.split(",")[2] for r in rows] == ["116", "20.0", "300"]
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(folder), "--cap", "0"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and "--cap must be a positive number" in p.stderr

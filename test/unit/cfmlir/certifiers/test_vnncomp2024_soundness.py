@@ -1,0 +1,71 @@
+"""Compiled certifiers are sound on the VNN-COMP 2024 networks that make the new layer kinds (issue 27,
+acceptance 2): on one instance of each -- lsnc (sin, cos, products), ml4acopf_2024 (floor, products),
+traffic_signs_recognition_2023 (sign), vit_2023 (attention: products, exp, reciprocal) -- the bounds of
+every layer and of the property's output rows contain every concrete value the soundness checker finds
+(uniform samples, box vertices, PGD on the most threatened neurons).  Skips cleanly when the benchmark
+checkout (``/work/vnncomp2024`` or ``$VNNCOMP2024``) is absent."""
+
+from __future__ import annotations
+
+import csv
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cfmlir.compiler import compile_certifier, load_certifier_source, pipeline_for
+from cfruntime import tensor as gb
+from cfruntime.flow.engine import run_certifier
+from cfruntime.gzio import existing
+from cfruntime.network import load_onnx
+from cfruntime.properties.vnnlib import parse_vnnlib
+from cfruntime.soundness import check_bounds
+
+ROOT = Path(os.environ.get("VNNCOMP2024", "/work/vnncomp2024")) / "benchmarks"
+#: benchmark -> (network, the layer kinds it must make)
+NETS = {
+    "lsnc": ("onnx/quadrotor2d_state.onnx", {"sin", "cos", "mul"}),
+    "ml4acopf_2024": ("onnx/14_ieee_ml4acopf-linear-residual.onnx", {"floor", "mul"}),
+    "traffic_signs_recognition_2023": ("onnx/3_30_30_QConv_16_3_QConv_32_2_Dense_43_ep_30.onnx", {"sign"}),
+    "vit_2023": ("onnx/ibp_3_3_8.onnx", {"mul", "exp", "reciprocal"}),
+}
+CERTIFIERS = ("ibp", "deepz", "deeppoly")
+
+
+@lru_cache(maxsize=1)
+def instance(benchmark: str):
+    folder = ROOT / benchmark
+    onnx_name, kinds = NETS[benchmark]
+    if not (folder / "instances.csv").is_file() or not existing(folder / onnx_name).is_file():
+        pytest.skip(f"{folder}: the VNN-COMP 2024 benchmark files are not here")
+    rows = [r for r in csv.reader((folder / "instances.csv").read_text().splitlines()) if r]
+    vnnlib = next(r[1].strip() for r in rows if Path(r[0].strip()).name == Path(onnx_name).name)
+    net = load_onnx(existing(folder / onnx_name))
+    assert kinds <= {layer.kind for layer in net.layers}, sorted({layer.kind for layer in net.layers})
+    prop = parse_vnnlib(existing(folder / vnnlib))
+    return net, prop
+
+
+@pytest.mark.parametrize("certifier", CERTIFIERS)
+@pytest.mark.parametrize("benchmark", sorted(NETS))
+def test_compiled_bounds_are_sound_on_the_benchmark_net(benchmark, certifier):
+    net, prop = instance(benchmark)
+    region = prop.regions[0]
+    lb = torch.from_numpy(np.asarray(region.lb, dtype=np.float64)).reshape(1, -1)
+    ub = torch.from_numpy(np.asarray(region.ub, dtype=np.float64)).reshape(1, -1)
+    C = torch.eye(net.output_size, dtype=torch.float64).unsqueeze(0)
+    cert = compile_certifier(*load_certifier_source(certifier), pipeline_for(True))
+    mnet = net.with_margin_layer(C)
+    res = run_certifier(cert, mnet, lb, ub)
+    layers = {}
+    for layer in mnet.layers[1:-1]:
+        lo = gb.to_dense(res.store.get(layer.index, "l"))
+        hi = gb.to_dense(res.store.get(layer.index, "u"))
+        assert not torch.isnan(lo).any() and not torch.isnan(hi).any() and (lo <= hi + 1e-9).all()
+        layers[layer.index] = (lo, hi)
+    violations = check_bounds(net, lb, ub, layers, margin_bounds=(res.lower, res.upper), C=C,
+                              n_samples=64, n_vertices=16, pgd_steps=10, pgd_neurons=8)
+    assert violations == [], [str(v) for v in violations[:5]]
