@@ -143,26 +143,15 @@ class CertifierBounding:
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
                                                replace=k in replaced) for k in self.structure.carried})
-        # the engine's finite check would refuse the rows' +inf upper bounds set above: the rows' lower bounds
-        # and every layer's bounds are checked here instead (a NaN anywhere reaches one of them)
-        res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, check_finite=False,
-                            **self.options)
+        res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
         lower = res.lower.to("cpu", torch.float64)
-        layers = store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
-        _check_finite(self.mnet, layers, self.options["dtype"])
+        layers = None
+        if want_layers or self.check is not None:
+            layers = store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
         if self.check is not None:
             self.check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(
                 domains.select(slice(a, b)), self.structure))
         return lower, layers
-
-
-def _check_finite(mnet, layers: dict, dtype) -> None:
-    """:class:`cfruntime.flow.finite.NonFiniteBoundsError` for the first layer whose bounds hold a NaN or an
-    infinity, the last layer's upper bounds (the ``+inf`` BaB sets: not computed) left out."""
-    from cfruntime.flow import finite
-
-    last = mnet.layers[-1].index
-    finite.check_layer_rows(mnet, {k: (lo, hi if k != last else lo) for k, (lo, hi) in layers.items()})
 
 
 def subdomain_membership(domains: Domains, structure):
