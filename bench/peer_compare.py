@@ -147,7 +147,7 @@ class Peer:
         import lirpa_bounds as lb
         from auto_LiRPA import BoundedModule
 
-        model, tnet = lb.load_network(str(onnx_path), "onnx2pytorch")
+        model, tnet = lb.load_network(str(onnx_path), peer_converter())
         _, dims = lb.onnx_input_info(model)
         shape = [d if d is not None else 1 for d in dims[1:]]
         n = prop.lb.shape[0]
@@ -267,6 +267,16 @@ def _print(r: dict) -> None:
           flush=True)
 
 
+def peer_converter() -> str:
+    """The harness's ONNX -> torch converter: onnx2pytorch where it imports (it needs a working torchvision),
+    else the harness's own small converter (feed-forward MLP/conv graphs: every row here)."""
+    try:
+        import onnx2pytorch  # noqa: F401
+    except Exception:  # noqa: BLE001
+        return "native"
+    return "onnx2pytorch"
+
+
 def peer_available() -> str | None:
     """None if auto_LiRPA and the harness import, else why not."""
     if not (PEERS / "auto_LiRPA").is_dir():
@@ -277,7 +287,6 @@ def peer_available() -> str | None:
     try:
         import auto_LiRPA  # noqa: F401
         import lirpa_bounds  # noqa: F401
-        import onnx2pytorch  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         return f"auto_LiRPA cannot be imported ({type(exc).__name__}: {exc}); set-up in ../shared/peers/README.md"
     return None

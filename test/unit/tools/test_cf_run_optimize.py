@@ -36,8 +36,8 @@ def test_optimize_tightens_and_is_recorded(tmp_path, tiny_net, csv, capsys):
 
 @pytest.mark.parametrize("args, message", [
     (("--certifier", "deeppoly", "--optimize", "3"), "certifier 'deeppoly' has no parameters to optimise"),
-    (("--certifier", "alpha_deeppoly", "--lr", "0.1"), "a learning rate is given but no optimisation"),
-    (("--certifier", "alpha_deeppoly", "--optimize", "3", "--engine", "interpreter"), "not the 'interpreter' engine"),
+    (("--certifier", "alpha_deeppoly", "--lr", "0.1"), "--lr needs --optimize N"),
+    (("--certifier", "alpha_deeppoly", "--optimize", "3", "--engine", "interpreter"), "--optimize runs the compiled engine, not the interpreter"),
     (("--certifier", "alpha_deeppoly", "--optimize", "0"), "--optimize"),
 ])
 def test_misuse_is_one_error_line(tiny_net, csv, args, message, capsys):
