@@ -268,7 +268,7 @@ def test_cf_opt_output_that_cannot_be_written(tmp_path, capsys, target):
     rc = cf_opt.main(["--certifier", "ibp", "-o", str(tmp_path / target)])
     err = capsys.readouterr().err
     line = one_error(rc, "", err)
-    assert line.startswith(f"{tmp_path / target}: error: cannot write the output file"), line
+    assert line.startswith(f"error: {tmp_path / target}: cannot write the output file"), line
 
 
 def test_as_a_process(tmp_path):
