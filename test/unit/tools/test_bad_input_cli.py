@@ -179,7 +179,7 @@ def test_two_flows(tmp_path, tiny_net, csv, capsys):
     spec = tmp_path / "two.cf"
     spec.write_text(certifier_source("ibp")[0] + "flow(forward, priority, stop, ibp);\n")
     line = one_error(*run_main(capsys, "--certifier", spec, "--net", tiny_net, "--data", csv, "--eps", "0.01"))
-    assert line.startswith(f"{spec}:") and "error: a second 'flow' declaration (the first is at line" in line
+    assert line.startswith(f"error: {spec}:") and ": a second 'flow' declaration (the first is at line" in line
 
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreter"])

@@ -128,7 +128,7 @@ def test_3000_parentheses_through_the_tools(tmp_path, tool):
                        env={**os.environ, "CF_RUN_TRACEBACK": "", "CF_OPT_TRACEBACK": ""})
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 1 and len(lines) == 1, p.stderr
-    assert f"{spec}:" in lines[0] and "error: expression nested too deeply" in lines[0], lines
+    assert lines[0].startswith(f"error: {spec}:") and ": expression nested too deeply" in lines[0], lines
     assert p.stdout == ""
 
 
