@@ -48,7 +48,7 @@ def test_stdin(capsys, monkeypatch):
         ("def Shape as (Float l){[curr[l] <= curr]};\nfunc f(Float x) = y;\n", ".cf", ":2:19: unknown name 'y'"),
         ("def Shape as (Float l){[curr[l] <= curr]}\n", ".cf", ":2:1: expected ';', found end of file"),
         ("builtin.module {\n  %0 = cf.const true : !cf.int\n}\n", ".mlir", ":2:3: 'cf.const' op a Bool literal must have type !cf.bool, got !cf.int"),
-        ("builtin.module {\n  cf.bogus\n}\n", ".mlir", "error: Operation cf.bogus is not registered"),
+        ("builtin.module {\n  cf.bogus\n}\n", ".mlir", ": Operation cf.bogus is not registered"),
     ],
 )
 def test_errors_are_one_line(tmp_path, capsys, text, suffix, expected):

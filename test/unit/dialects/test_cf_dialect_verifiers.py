@@ -71,7 +71,7 @@ def test_verifier_error_on_parsed_ir_without_location():
 def test_parse_errors_are_one_line():
     with pytest.raises(CfError) as info:
         parse_module("builtin.module {\n  %0 = cf.const 1.0 : !cf.int\n}\n", "p.mlir")
-    assert str(info.value).startswith("p.mlir:2:")
+    assert str(info.value).startswith("error: p.mlir:2:")
     assert "\n" not in str(info.value)
 
 

@@ -68,7 +68,7 @@ def test_timeout_out_of_range_is_a_usage_error(value, capsys):
 
 def test_missing_or_unreadable_spec_exits_5(tmp_path, capsys):
     assert cf_verify([str(tmp_path / "missing.cf")]) == 5
-    _one_error(capsys.readouterr().err, contains="error: missing.cf: cannot read the spec")
+    _one_error(capsys.readouterr().err, contains="missing.cf: cannot read the spec")
     (tmp_path / "bin.cf").write_bytes(b"\xff\xfe\x00")
     assert cf_verify([str(tmp_path / "bin.cf")]) == 5
     _one_error(capsys.readouterr().err, contains="bin.cf: ")
