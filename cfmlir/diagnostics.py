@@ -3,9 +3,10 @@
 Every error the compiler reports about a user's input is a :class:`CfError`.  Its ``str()`` is the
 complete one-line message in the conventional compiler format::
 
-    certifiers/bad.cf:3:14: error: unknown name 'prevv'
+    error: certifiers/bad.cf:3:14: unknown name 'prevv'
 
-(``file: error: ...`` when the problem has no position, ``error: ...`` when it has no file.)
+(``error: file: ...`` when the problem has no position, ``error: ...`` when it has no file: the one
+format of every user error, ``cfruntime.errors.diagnostic_line``.)
 
 A :class:`CfError` is a :class:`cfruntime.errors.UserError`, the root of every user-facing error:
 tools catch that root, print its ``diagnostic`` (here ``str(err)``) to stderr and exit with status 1;
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cfruntime.errors import UserError
+from cfruntime.errors import UserError, diagnostic_line
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,5 @@ class CfError(UserError):
         return str(self)
 
     def __str__(self) -> str:
-        if not self.loc.file:
-            return f"error: {self.message}"
-        if self.loc.line <= 0:  # a whole-file problem (unreadable file, ...): no position to show
-            return f"{self.loc.file}: error: {self.message}"
-        return f"{self.loc}: error: {self.message}"
+        # no file: ``error: msg``; line 0, a whole-file problem (unreadable file, ...): ``error: file: msg``
+        return diagnostic_line(self.message, self.loc.file or None, self.loc.line, self.loc.col)

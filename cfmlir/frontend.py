@@ -2,9 +2,9 @@
 
 :func:`compile_to_cf` parses, type-checks, lowers to the ``cf`` dialect and verifies.  Every user
 error is a :class:`~cfmlir.diagnostics.CfError` whose ``str()`` is one line
-``file:line:col: error: message``.  :func:`verify_module` is the verifier entry point shared with
+``error: file:line:col: message``.  :func:`verify_module` is the verifier entry point shared with
 ``cf-opt``: it turns an xDSL ``VerifyException`` into a one-line :class:`IRError` located at the
-failing op (``file:line:col: error: 'cf.add' op ...``, or ``file: error: ...`` when the op has no
+failing op (``error: file:line:col: 'cf.add' op ...``, or ``error: file: ...`` when the op has no
 location).
 """
 
@@ -20,6 +20,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 from cfmlir.diagnostics import CfError, Loc
+from cfruntime.errors import diagnostic_line
 
 
 class IRError(CfError):
@@ -33,7 +34,7 @@ class IRError(CfError):
     def __str__(self) -> str:
         if self.has_loc:
             return super().__str__()
-        return f"{self.file}: error: {self.message}"
+        return diagnostic_line(self.message, self.file)
 
 
 _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')

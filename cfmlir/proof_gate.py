@@ -146,9 +146,6 @@ class UnsoundCertifierError(CfError):
         self.rule = rule
         super().__init__(Loc(file, rule.line, rule.col), f"rule {rule.name} is unsound: {rule.detail}")
 
-    def __str__(self) -> str:
-        return f"error: {self.loc}: {self.message}"
-
 
 class UnprovedCertifierError(CfError):
     """``require`` (``--require-proof``) and a rule the prover could not decide: no verdict (exit status 3)."""
@@ -161,9 +158,6 @@ class UnprovedCertifierError(CfError):
         rules = ", ".join(f"{r.name} ({_short(r.detail)})" for r in proof.unproved)
         super().__init__(Loc(proof.file, 0, 0), f"rule(s) {rules} not proved sound (K={proof.K}, M={proof.M}, "
                                                 f"{proof.timeout:g} s per rule) and a proof is required")
-
-    def __str__(self) -> str:
-        return f"error: {self.loc.file}: {self.message}"
 
 
 # ---------------------------------------------------------------------------------------------

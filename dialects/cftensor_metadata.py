@@ -198,11 +198,6 @@ class Metadata:
         return " :: ".join(map(str, self.elements))
 
 
-def equal_metadata(m1: Metadata, m2: Metadata) -> bool:
-    """Rule Equal-metadata: equal intrinsic shapes and broadcast factors."""
-    return m1.shape == m2.shape and m1.broadcast == m2.broadcast
-
-
 class ShapeMismatch(ValueError):
     """Two metadata stacks whose total shapes cannot be aligned."""
 

@@ -6,25 +6,18 @@
 
 from __future__ import annotations
 
-import math
-import operator
-
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from cfmlir.dialects import cftensor as ct
 from cfmlir.passes.rewrite_utils import const_value, is_scalar_const
+from cfruntime import scalar
 
-_UNARY = {"neg": operator.neg, "not": lambda a: float(not a), "abs": abs, "exp": math.exp,
-          "log": lambda a: math.log(a) if a > 0 else (-math.inf if a == 0 else math.nan),
-          "sigmoid": lambda a: 1 / (1 + math.exp(-a)), "tanh": math.tanh, "sin": math.sin, "cos": math.cos,
-          "floor": lambda a: float(math.floor(a)) if math.isfinite(a) else a}
-_BINARY = {
-    "add": operator.add, "sub": operator.sub, "min": min, "max": max,
-    "lt": lambda a, b: float(a < b), "le": lambda a, b: float(a <= b), "gt": lambda a, b: float(a > b),
-    "ge": lambda a, b: float(a >= b), "eq": lambda a, b: float(a == b), "ne": lambda a, b: float(a != b),
-    "and": lambda a, b: float(bool(a) and bool(b)), "or": lambda a, b: float(bool(a) or bool(b)),
-}
+# the scalar semantics shared with the engine and the interpreter (cfruntime.scalar), as float constants
+_UNARY = {op: (lambda a, f=scalar.UNARY[op]: float(f(a)))
+          for op in ("neg", "not", "abs", "exp", "log", "sigmoid", "tanh", "sin", "cos", "floor")}
+_BINARY = {op: (lambda a, b, f=scalar.BINARY[op]: float(f(a, b)))
+           for op in ("add", "sub", "min", "max", "lt", "le", "gt", "ge", "eq", "ne", "and", "or")}
 # (op, neutral element): x op neutral == x
 _IDENTITY = {("and", 1.0), ("or", 0.0), ("add", 0.0), ("sub", 0.0), ("mult", 1.0), ("div", 1.0)}
 
@@ -43,12 +36,10 @@ class FoldConstants(RewritePattern):
             name = op.op.data if isinstance(op, ct.BinaryOp) else "mult"
             a, b = op.operands
             if _known(a) and _known(b):
-                fn = operator.mul if name == "mult" else operator.truediv if name == "div" else _BINARY.get(name)
-                if fn is not None:
-                    try:
-                        self._fold(op, fn(const_value(a), const_value(b)), rewriter)
-                    except ZeroDivisionError:
-                        return
+                fn = scalar.BINARY["mul"] if name == "mult" else scalar.BINARY["div"] if name == "div" else _BINARY.get(name)
+                # a division by a constant 0 is left to the runtime (same value, scalar.BINARY["div"])
+                if fn is not None and not (name == "div" and const_value(b) == 0):
+                    self._fold(op, float(fn(const_value(a), const_value(b))), rewriter)
                 return
             for x, k in ((a, b), (b, a)) if name in ("and", "or", "add", "mult") else ((a, b),):
                 if _known(k) and (name, const_value(k)) in _IDENTITY and x.type == op.results[0].type:

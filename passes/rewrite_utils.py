@@ -70,16 +70,26 @@ def may_divide_or_be_infinite(v: SSAValue, depth: int = 64) -> bool:
             continue  # a truth value is 0 or 1, whatever it was computed from
         if d > depth:
             return True
-        if isinstance(op, ct.BinaryOp) and op.op.data == "div":
+        if _MAY_MAKE_INFINITY.get(type(op), _never)(op):
             return True
-        if isinstance(op, ct.UnaryOp) and op.op.data in ("exp", "log"):
-            return True
-        if isinstance(op, ct.ConstOp) and abs(op.value.value.data) == float("inf"):
-            return True
-        if isinstance(op, (ct.WhileOp, ct.SymOp)):
+        if type(op) in _OPAQUE:
             continue
         stack.extend((o, d + 1) for o in op.operands)
     return False
+
+
+def _never(op: Operation) -> bool:
+    return False
+
+
+#: Ops that can make an infinity (or a division's NaN) from finite operands: a division, exp/log, an infinite constant.
+_MAY_MAKE_INFINITY = {
+    ct.BinaryOp: lambda op: op.op.data == "div",
+    ct.UnaryOp: lambda op: op.op.data in ("exp", "log"),
+    ct.ConstOp: lambda op: abs(op.value.value.data) == float("inf"),
+}
+#: Ops whose operands the search does not enter (a loop's carried values, a fresh noise symbol).
+_OPAQUE = (ct.WhileOp, ct.SymOp)
 
 
 def nonzero_tested(v: SSAValue) -> SSAValue | None:

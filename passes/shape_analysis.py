@@ -58,7 +58,7 @@ layer level, one stack element whose dimensions are ``[batch, curr]`` (plus list
 Constructs the compiled engine does not support (``lp``, ``avg``/``len``/``argmax``/``concat`` of
 lists, ``map_list`` of a function with list operations inside, ``sym`` inside a map,
 ``weight``/``bias`` of neurons other than ``curr``) are reported as one-line errors at the source
-position of the ``cf`` op concerned (``file:line:col: error: ...``; the op inside a called function
+position of the ``cf`` op concerned (``error: file:line:col: ...``; the op inside a called function
 when it is there); every ``cftensor`` op emitted carries the location of the ``cf`` op it lifts.
 """
 
@@ -97,7 +97,7 @@ _UNARY_BUILTINS = {cf.SigmoidOp: "sigmoid", cf.TanhOp: "tanh", cf.ExpOp: "exp", 
 
 class ShapeAnalysisError(CfError):
     """A construct the tensor compiler cannot lift, at the source position of the ``cf`` op (or rule)
-    it is about: ``ShapeAnalysisError(loc, message)``, ``str()`` ``file:line:col: error: message``."""
+    it is about: ``ShapeAnalysisError(loc, message)``, ``str()`` ``error: file:line:col: message``."""
 
 
 def result_type(op: Operation) -> sem.Type:

@@ -11,8 +11,9 @@ already a complete diagnostic, as those of :class:`CfRuntimeError` and ``CfError
 Every error the runtime raises for bad user input (a network file, a CSV
 file, a VNN-LIB file, a bad option value) is a :class:`CfRuntimeError`.
 ``str(err)`` is the complete one-line message that ``cf-run`` prints before
-exiting with a non-zero status, in the compiler-style format::
+exiting with a non-zero status, in the one format of every user error (:func:`diagnostic_line`)::
 
+    error: <file>:<line>:<col>: <what>  (a compiler diagnostic: line and column known)
     error: <file>:<line>: <what>        (when a line is known)
     error: <file>: <what>               (when only a file is known)
     error: <what>                       (otherwise)
@@ -23,6 +24,21 @@ The pieces stay available as attributes (``file``, ``line``, ``what``).
 from __future__ import annotations
 
 from pathlib import Path
+
+
+def diagnostic_line(what: str, file: str | Path | None = None, line: int | None = None,
+                    col: int | None = None) -> str:
+    """The one line every user error prints: ``error: FILE:LINE:COL: what``, ``error: FILE:LINE: what``,
+    ``error: FILE: what`` or ``error: what`` (whatever is known; ``what`` folded onto one line)."""
+    loc = ""
+    if file is not None:
+        loc = str(file)
+        if line is not None and line > 0:
+            loc += f":{line}" + (f":{col}" if col is not None and col > 0 else "")
+        loc += ": "
+    elif line is not None:
+        loc = f"<input>:{line}: "
+    return f"error: {loc}{' '.join(str(what).split())}"
 
 
 class UserError(Exception):
@@ -47,12 +63,7 @@ class CfRuntimeError(UserError):
 
     @property
     def message(self) -> str:
-        loc = ""
-        if self.file is not None:
-            loc = self.file + (f":{self.line}" if self.line is not None else "") + ": "
-        elif self.line is not None:
-            loc = f"<input>:{self.line}: "
-        return f"error: {loc}{self.what}"
+        return diagnostic_line(self.what, self.file, self.line)
 
     def __str__(self) -> str:
         return self.message

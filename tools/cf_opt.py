@@ -14,7 +14,7 @@ ConstraintFlow, not xDSL's control-flow dialect.  Passes come from the compiler'
 (:data:`cfmlir.passes.pipeline.PASSES`), and every registered pass also has a ``--NAME`` flag.
 
 Every error -- ConstraintFlow frontend errors, IR parse errors, verifier errors, failing passes --
-prints as exactly one line ``file:line:col: error: message`` (or ``file: error: message`` when no
+prints as exactly one line ``error: file:line:col: message`` (or ``error: file: message`` when no
 position is known) on stderr and exits with status 1; never a traceback (set ``CF_OPT_TRACEBACK=1``
 to see one for internal errors).
 """
@@ -35,7 +35,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cfmlir.diagnostics import CfError, Loc
 from cfmlir.tools.arg_errors import one_line_errors
-from cfruntime.errors import UserError
+from cfruntime.errors import UserError, diagnostic_line
 
 def _compiler_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     from cfmlir.passes.pipeline import PASSES as COMPILER_PASSES
@@ -145,7 +145,7 @@ class CfOptMain(xDSLOptMain):
         if self.args.input_file == "-":
             return sys.stdin.buffer, "mlir"
         if self.args.input_file is not None and not os.path.isfile(self.args.input_file):
-            raise _UsageError(f"{self.args.input_file}: error: cannot open input file", bare=True)
+            raise _UsageError(diagnostic_line("cannot open input file", self.args.input_file), bare=True)
         return super().get_input_stream()
 
     def prepare_output(self) -> IO[str]:
@@ -153,8 +153,8 @@ class CfOptMain(xDSLOptMain):
         try:
             return super().prepare_output()
         except OSError as exc:
-            raise _UsageError(f"{self.args.output_file}: error: cannot write the output file "
-                              f"({exc.strerror or exc})", bare=True) from None
+            raise _UsageError(diagnostic_line(f"cannot write the output file ({exc.strerror or exc})",
+                                              self.args.output_file), bare=True) from None
 
     def get_input_name(self) -> str:
         if self.args.certifier is not None:
@@ -201,14 +201,14 @@ class CfOptMain(xDSLOptMain):
 
 
 class _UsageError(UserError):
-    """A bad command line: ``cf-opt: error: ...`` (or the message as is, when ``bare``)."""
+    """A bad command line: ``error: ...`` (or the message as is, when ``bare``)."""
 
     def __init__(self, message: str, bare: bool = False):
         super().__init__(message)
         self.bare = bare
 
     def line(self) -> str:
-        return str(self) if self.bare else f"cf-opt: error: {self}"
+        return str(self) if self.bare else diagnostic_line(str(self))
 
     @property
     def diagnostic(self) -> str:
@@ -224,10 +224,10 @@ def _error_line(err: BaseException, file: str) -> str:
         return str(parse_error_to_cf(err, file))
     msg = " ".join(str(err.args[0] if err.args else err).split())
     if isinstance(err, DiagnosticException):
-        return f"{file}: error: {msg}"
+        return diagnostic_line(msg, file)
     if isinstance(err, ValueError) and msg.startswith("Unrecognized file extension"):
-        return f"{file}: error: {msg} (cf-opt reads .cf and .mlir; use -f cf or -f mlir)"
-    return f"{file}: error: internal error: {type(err).__name__}: {msg}"
+        return diagnostic_line(f"{msg} (cf-opt reads .cf and .mlir; use -f cf or -f mlir)", file)
+    return diagnostic_line(f"internal error: {type(err).__name__}: {msg}", file)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -113,14 +113,14 @@ def _load(spec: str):
             text, file = p.read_text(encoding="utf-8"), str(p)
         except (OSError, UnicodeDecodeError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-            raise _Exit(EXIT_SPEC, f"{spec}: error: cannot read the spec ({why}); shipped certifiers: "
+            raise _Exit(EXIT_SPEC, f"error: {spec}: cannot read the spec ({why}); shipped certifiers: "
                                    f"{', '.join(certifier_names())}") from None
     try:
         checked = check(parse(text, file))
     except CfError as err:
         raise _Exit(EXIT_SPEC, str(err)) from None
     except RecursionError:
-        raise _Exit(EXIT_SPEC, f"{file}: error: the spec is nested too deeply to read") from None
+        raise _Exit(EXIT_SPEC, f"error: {file}: the spec is nested too deeply to read") from None
     return text, file, checked
 
 
@@ -133,7 +133,7 @@ def _check_selection(args, file: str, checked) -> set[str] | None:
 
     have = _rules_of(checked)
     if not have:
-        raise _Exit(EXIT_SPEC, f"{file}: error: the spec defines no transformer rule to verify")
+        raise _Exit(EXIT_SPEC, f"error: {file}: the spec defines no transformer rule to verify")
     if not args.rule:
         return None
     for op in args.rule:
@@ -142,7 +142,7 @@ def _check_selection(args, file: str, checked) -> set[str] | None:
         if op not in OPERATORS:
             raise _Exit(EXIT_USAGE, f"error: cf-verify: --rule {op}: no such operator (operators: {', '.join(OPERATORS)})")
         if op not in have:
-            raise _Exit(EXIT_USAGE, f"{file}: error: --rule {op}: the spec has no {op} rule (its rules: {', '.join(have)})")
+            raise _Exit(EXIT_USAGE, f"error: {file}: --rule {op}: the spec has no {op} rule (its rules: {', '.join(have)})")
     return set(args.rule)
 
 
@@ -170,7 +170,7 @@ def _main(argv) -> int:
     except FragmentError as err:
         raise _Exit(EXIT_FRAGMENT, str(err)) from None
     except RecursionError:
-        raise _Exit(EXIT_FRAGMENT, f"{file}: error: cf-verify cannot encode the spec (nested too deeply for the verifier)") from None
+        raise _Exit(EXIT_FRAGMENT, f"error: {file}: cf-verify cannot encode the spec (nested too deeply for the verifier)") from None
     code = exit_status(results)
     print(f"{sum(r.status == 'verified' for r in results)} verified, "
           f"{sum(r.status == 'counterexample' for r in results)} counterexample(s), "

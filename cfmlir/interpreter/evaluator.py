@@ -36,13 +36,16 @@ true for every ``y`` in the list), ``concat``, ``map_list``, ``sigmoid``, ``tanh
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 from typing import Any, Callable
 
+from cfmlir.diagnostics import Loc
 from cfmlir.dialects import cf_type_lattice as T
 from cfmlir.interpreter import values as V
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.traverse import map_expr, traverse
 from cfmlir.syntax import ast
+from cfruntime.scalar import exp as fexp, log as flog, sigmoid
 
 Fn = Callable[[tuple], Any]
 
@@ -88,27 +91,6 @@ def _wrap(f: Fn, conv) -> Fn:
     if conv is None:
         return f
     return lambda a: conv(f(a))
-
-
-def sigmoid(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
-
-
-def flog(x: float) -> float:
-    """The natural logarithm as the compiled engine computes it (torch): ``-inf`` at 0, NaN below."""
-    if x > 0:
-        return math.log(x)
-    return -math.inf if x == 0 else math.nan
-
-
-def fexp(x: float) -> float:
-    try:
-        return math.exp(x)
-    except OverflowError:
-        return math.inf
 
 
 # ------------------------------------------------------------------------------------------------
@@ -163,65 +145,26 @@ def apply_funcval(fv: V.FuncVal, args: list, want: T.Type | None = None):
 
 
 def structural_key(e: ast.Expr):
-    """A hashable key equal for structurally identical expressions (locations ignored)."""
-    if isinstance(e, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
-        return (type(e).__name__, e.value)
+    """A hashable key equal for structurally identical expressions (locations and types ignored), from the
+    node's dataclass fields; a ``sym`` is never equal to another occurrence (each makes a fresh symbol)."""
     if isinstance(e, ast.SymLit):
-        return ("sym", id(e))  # never equal to another occurrence: each makes a fresh symbol
-    if isinstance(e, ast.Var):
-        return ("var", e.name)
-    if isinstance(e, ast.Binary):
-        return ("bin", e.op, structural_key(e.lhs), structural_key(e.rhs))
-    if isinstance(e, ast.Unary):
-        return ("un", e.op, structural_key(e.operand))
-    if isinstance(e, ast.Ternary):
-        return ("?", structural_key(e.cond), structural_key(e.then), structural_key(e.otherwise))
-    if isinstance(e, ast.Call):
-        return ("call", structural_key(e.callee), tuple(structural_key(a) for a in e.args))
-    if isinstance(e, ast.Builtin):
-        return ("builtin", e.name, tuple(structural_key(a) for a in e.args))
-    if isinstance(e, ast.Lp):
-        return ("lp", e.sense, structural_key(e.objective), structural_key(e.constraints))
-    if isinstance(e, ast.Access):
-        return ("acc", structural_key(e.base), e.member)
-    if isinstance(e, ast.Map):
-        return ("map", structural_key(e.base), structural_key(e.func))
-    if isinstance(e, ast.Dot):
-        return ("dot", structural_key(e.base), structural_key(e.arg))
-    if isinstance(e, ast.Traverse):
-        return ("trav", e.direction, structural_key(e.base), structural_key(e.priority), structural_key(e.stop),
-                structural_key(e.replace))
-    if isinstance(e, ast.TupleExpr):
-        return ("tuple", tuple(structural_key(x) for x in e.elems))
-    if isinstance(e, ast.ListLit):
-        return ("list", tuple(structural_key(x) for x in e.elems))
-    raise AssertionError(type(e))  # pragma: no cover
+        return ("sym", id(e))
+    return (type(e).__name__, *(_field_key(getattr(e, f.name)) for f in fields(e) if f.name != "ty"))
+
+
+def _field_key(v):
+    if isinstance(v, ast.ExprBase):
+        return structural_key(v)
+    if isinstance(v, list):
+        return tuple(_field_key(x) for x in v)
+    return None if isinstance(v, Loc) else v
 
 
 def children(e: ast.Expr) -> list[ast.Expr]:
-    if isinstance(e, ast.Binary):
-        return [e.lhs, e.rhs]
-    if isinstance(e, ast.Unary):
-        return [e.operand]
-    if isinstance(e, ast.Ternary):
-        return [e.cond, e.then, e.otherwise]
-    if isinstance(e, ast.Call):
-        return [e.callee, *e.args]
-    if isinstance(e, ast.Builtin):
-        return list(e.args)
-    if isinstance(e, ast.Lp):
-        return [e.objective, e.constraints]
-    if isinstance(e, ast.Access):
-        return [e.base]
-    if isinstance(e, ast.Map):
-        return [e.base, e.func]
-    if isinstance(e, ast.Dot):
-        return [e.base, e.arg]
-    if isinstance(e, ast.Traverse):
-        return [e.base, e.priority, e.stop, e.replace]  # the invariant is never evaluated
-    if isinstance(e, (ast.TupleExpr, ast.ListLit)):
-        return list(e.elems)
-    return []
+    """The sub-expressions the interpreter evaluates: the node's (:func:`cfmlir.syntax.ast.children`) but a
+    traverse's invariant, which is never evaluated."""
+    kids = ast.children(e)
+    return [k for k in kids if k is not e.invariant] if isinstance(e, ast.Traverse) else kids
 
 
 def walk(e: ast.Expr):
@@ -294,71 +237,72 @@ class ExprCompiler:
                 return cached
         return f
 
-    def _compile(self, e: ast.Expr, slots: dict[str, int], memo) -> Fn:  # noqa: C901 - one case per node
-        rt = self.rt
+    def _compile(self, e: ast.Expr, slots: dict[str, int], memo) -> Fn:
+        """One closure per node, by the node's class (:data:`_COMPILERS`)."""
         sub = lambda x: self.compile(x, slots, memo)  # noqa: E731
+        return _COMPILERS[type(e)](self, e, sub, slots)
 
-        if isinstance(e, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
-            val = e.value
-            return lambda a: val
-        if isinstance(e, ast.SymLit):
-            return lambda a: rt.fresh_noise()
-        if isinstance(e, ast.Var):
-            if e.name in slots:
-                i = slots[e.name]
-                return lambda a: a[i]
-            if e.name in self.funcs:
-                fv = V.FuncVal(self.funcs[e.name], ())
-                return lambda a: fv
-            raise InterpreterError(f"{e.loc}: unknown name '{e.name}'")  # pragma: no cover - checked
-        if isinstance(e, ast.Binary):
-            return self._binary(e, sub)
-        if isinstance(e, ast.Unary):
-            x = sub(e.operand)
-            if e.op == "!":
-                if e.ty == T.BOOL:
-                    return lambda a: not x(a)
-                return lambda a: V.Ct("!", x(a))
-            if T.is_numeric(e.ty):
-                return lambda a: -x(a)
-            return lambda a: V.neg(x(a))
-        if isinstance(e, ast.Ternary):
-            c = sub(e.cond)
-            t = _wrap(sub(e.then), conv_between(e.then.ty, e.ty))
-            o = _wrap(sub(e.otherwise), conv_between(e.otherwise.ty, e.ty))
-            return lambda a: t(a) if c(a) else o(a)
-        if isinstance(e, ast.Call):
-            return self._call(e, sub, slots)
-        if isinstance(e, ast.Builtin):
-            return self._builtin(e, sub)
-        if isinstance(e, ast.Lp):
-            loc = e.loc
+    def _literal(self, e, sub, slots) -> Fn:
+        val = e.value
+        return lambda a: val
 
-            def lp(a):
-                raise InterpreterError(f"{loc}: 'lp' is not supported by the reference interpreter")
+    def _sym(self, e: ast.SymLit, sub, slots) -> Fn:
+        rt = self.rt
+        return lambda a: rt.fresh_noise()
 
-            return lp
-        if isinstance(e, ast.Access):
-            return self._access(e, sub)
-        if isinstance(e, ast.Map):
-            base, fn = sub(e.base), sub(e.func)
-            poly = T.is_poly_like(e.base.ty)
-            result = "num" if T.is_numeric(e.ty) else ("poly" if T.is_poly_like(e.ty) else "sym")
-            return lambda a: map_expr(base(a), fn(a), poly, result)
-        if isinstance(e, ast.Dot):
-            return self._dot(e, sub)
-        if isinstance(e, ast.Traverse):
-            base, pr, st, rp = sub(e.base), sub(e.priority), sub(e.stop), sub(e.replace)
-            loc = e.loc
-            return lambda a: traverse(rt, V.to_poly(base(a)), pr(a), st(a), rp(a), loc)
-        if isinstance(e, ast.TupleExpr):
-            fs = [sub(x) for x in e.elems]
-            return lambda a: tuple(f(a) for f in fs)
-        if isinstance(e, ast.ListLit):
-            elem_ty = e.ty.elem if isinstance(e.ty, T.ListType) else None
-            fs = [_wrap(sub(x), conv_between(x.ty, elem_ty)) for x in e.elems]
-            return lambda a: [f(a) for f in fs]
-        raise AssertionError(type(e))  # pragma: no cover
+    def _var(self, e: ast.Var, sub, slots) -> Fn:
+        if e.name in slots:
+            i = slots[e.name]
+            return lambda a: a[i]
+        if e.name in self.funcs:
+            fv = V.FuncVal(self.funcs[e.name], ())
+            return lambda a: fv
+        raise InterpreterError(f"{e.loc}: unknown name '{e.name}'")  # pragma: no cover - checked
+
+    def _unary(self, e: ast.Unary, sub, slots) -> Fn:
+        x = sub(e.operand)
+        if e.op == "!":
+            if e.ty == T.BOOL:
+                return lambda a: not x(a)
+            return lambda a: V.Ct("!", x(a))
+        if T.is_numeric(e.ty):
+            return lambda a: -x(a)
+        return lambda a: V.neg(x(a))
+
+    def _ternary(self, e: ast.Ternary, sub, slots) -> Fn:
+        c = sub(e.cond)
+        t = _wrap(sub(e.then), conv_between(e.then.ty, e.ty))
+        o = _wrap(sub(e.otherwise), conv_between(e.otherwise.ty, e.ty))
+        return lambda a: t(a) if c(a) else o(a)
+
+    def _lp(self, e: ast.Lp, sub, slots) -> Fn:
+        loc = e.loc
+
+        def lp(a):
+            raise InterpreterError(f"{loc}: 'lp' is not supported by the reference interpreter")
+
+        return lp
+
+    def _map(self, e: ast.Map, sub, slots) -> Fn:
+        base, fn = sub(e.base), sub(e.func)
+        poly = T.is_poly_like(e.base.ty)
+        result = "num" if T.is_numeric(e.ty) else ("poly" if T.is_poly_like(e.ty) else "sym")
+        return lambda a: map_expr(base(a), fn(a), poly, result)
+
+    def _traverse(self, e: ast.Traverse, sub, slots) -> Fn:
+        rt = self.rt
+        base, pr, st, rp = sub(e.base), sub(e.priority), sub(e.stop), sub(e.replace)
+        loc = e.loc
+        return lambda a: traverse(rt, V.to_poly(base(a)), pr(a), st(a), rp(a), loc)
+
+    def _tuple(self, e: ast.TupleExpr, sub, slots) -> Fn:
+        fs = [sub(x) for x in e.elems]
+        return lambda a: tuple(f(a) for f in fs)
+
+    def _list(self, e: ast.ListLit, sub, slots) -> Fn:
+        elem_ty = e.ty.elem if isinstance(e.ty, T.ListType) else None
+        fs = [_wrap(sub(x), conv_between(x.ty, elem_ty)) for x in e.elems]
+        return lambda a: [f(a) for f in fs]
 
     def _binary(self, e: ast.Binary, sub) -> Fn:
         op = e.op
@@ -610,6 +554,28 @@ class ExprCompiler:
             return cls(const, out)
 
         return dot_exprs
+
+
+#: The compiler of each expression node class (one entry per class of :data:`cfmlir.syntax.ast.Expr`).
+_COMPILERS = {
+    ast.IntLit: ExprCompiler._literal,
+    ast.FloatLit: ExprCompiler._literal,
+    ast.BoolLit: ExprCompiler._literal,
+    ast.SymLit: ExprCompiler._sym,
+    ast.Var: ExprCompiler._var,
+    ast.Binary: lambda self, e, sub, slots: self._binary(e, sub),
+    ast.Unary: ExprCompiler._unary,
+    ast.Ternary: ExprCompiler._ternary,
+    ast.Call: lambda self, e, sub, slots: self._call(e, sub, slots),
+    ast.Builtin: lambda self, e, sub, slots: self._builtin(e, sub),
+    ast.Lp: ExprCompiler._lp,
+    ast.Access: lambda self, e, sub, slots: self._access(e, sub),
+    ast.Map: ExprCompiler._map,
+    ast.Dot: lambda self, e, sub, slots: self._dot(e, sub),
+    ast.Traverse: ExprCompiler._traverse,
+    ast.TupleExpr: ExprCompiler._tuple,
+    ast.ListLit: ExprCompiler._list,
+}
 
 
 _MISSING = object()

@@ -46,22 +46,16 @@ class Lowering:
     def lower(self) -> ModuleOp:
         ops: list[Operation] = []
         for decl in self.checked.program.decls:
-            if isinstance(decl, ast.ShapeDecl):
-                ops.append(self.shape(decl))
-            elif isinstance(decl, ast.FuncDecl):
-                ops.append(self.func(decl))
-            elif isinstance(decl, ast.ParamDecl):
-                ops.append(self.parameter(decl))
-            elif isinstance(decl, ast.TransformerDecl):
-                ops.append(self.transformer(decl))
-            else:
-                op = cf.FlowOp(decl.direction, decl.priority, decl.stop, decl.transformer)
-                op.location = _loc(decl.loc)
-                ops.append(op)
+            ops.append(_DECL_LOWERINGS[type(decl)](self, decl))
         module = ModuleOp(ops)
         # the file, without a position: whole-module errors (an empty file, no flow) name it
         module.location = _loc(Loc(self.checked.program.file, 0, 0))
         return module
+
+    def flow(self, decl: ast.FlowDecl) -> Operation:
+        op = cf.FlowOp(decl.direction, decl.priority, decl.stop, decl.transformer)
+        op.location = _loc(decl.loc)
+        return op
 
     def shape(self, decl: ast.ShapeDecl) -> cf.ShapeOp:
         members = [(p.name, to_cf(type_of_ref(p.type))) for p in decl.members]
@@ -142,75 +136,121 @@ class Lowering:
     def expr(self, e: ast.Expr, env: dict[str, SSAValue]) -> SSAValue:
         assert e.ty is not None, "lowering needs a type-checked AST"
         ty = to_cf(e.ty)
-        if isinstance(e, (ast.IntLit, ast.FloatLit, ast.BoolLit)):
-            if isinstance(e, ast.IntLit) and not -(2**63) <= e.value < 2**63:
-                raise CfError(e.loc, f"integer literal {e.value} does not fit in 64 bits")
-            if isinstance(e, ast.FloatLit) and not math.isfinite(e.value):
-                raise CfError(e.loc, f"float literal {e.value} is not finite")
-            return self.value(cf.ConstOp(e.value, ty), e.loc)
-        if isinstance(e, ast.SymLit):
-            return self.value(cf.SymOp(), e.loc)
-        if isinstance(e, ast.Var):
-            if e.name in env:
-                return env[e.name]
-            return self.value(cf.FuncRefOp(e.name, ty), e.loc)
-        if isinstance(e, ast.Binary):
-            lhs = self.expr(e.lhs, env)
-            rhs = self.expr(e.rhs, env)
-            return self.value(cf.BINARY_OPS[e.op](lhs, rhs, ty), e.loc)
-        if isinstance(e, ast.Unary):
-            x = self.expr(e.operand, env)
-            return self.value((cf.NegOp if e.op == "-" else cf.NotOp)(x, ty), e.loc)
-        if isinstance(e, ast.Ternary):
-            c = self.expr(e.cond, env)
-            a = self.expr(e.then, env)
-            b = self.expr(e.otherwise, env)
-            return self.value(cf.SelectOp(c, a, b, ty), e.loc)
-        if isinstance(e, ast.Call):
-            if isinstance(e.callee, ast.Var) and e.callee.name not in env and e.callee.name in self.checked.funcs:
-                args = [self.expr(a, env) for a in e.args]
-                return self.value(cf.CallOp(e.callee.name, args, ty), e.loc)
-            f = self.expr(e.callee, env)
+        return _LOWERINGS[type(e)](self, e, env, ty)
+
+    def _literal(self, e: ast.IntLit | ast.FloatLit | ast.BoolLit, env: dict[str, SSAValue], ty) -> SSAValue:
+        if isinstance(e, ast.IntLit) and not -(2**63) <= e.value < 2**63:
+            raise CfError(e.loc, f"integer literal {e.value} does not fit in 64 bits")
+        if isinstance(e, ast.FloatLit) and not math.isfinite(e.value):
+            raise CfError(e.loc, f"float literal {e.value} is not finite")
+        return self.value(cf.ConstOp(e.value, ty), e.loc)
+
+    def _sym_lit(self, e: ast.SymLit, env: dict[str, SSAValue], ty) -> SSAValue:
+        return self.value(cf.SymOp(), e.loc)
+
+    def _var(self, e: ast.Var, env: dict[str, SSAValue], ty) -> SSAValue:
+        if e.name in env:
+            return env[e.name]
+        return self.value(cf.FuncRefOp(e.name, ty), e.loc)
+
+    def _binary(self, e: ast.Binary, env: dict[str, SSAValue], ty) -> SSAValue:
+        lhs = self.expr(e.lhs, env)
+        rhs = self.expr(e.rhs, env)
+        return self.value(cf.BINARY_OPS[e.op](lhs, rhs, ty), e.loc)
+
+    def _unary(self, e: ast.Unary, env: dict[str, SSAValue], ty) -> SSAValue:
+        x = self.expr(e.operand, env)
+        return self.value((cf.NegOp if e.op == "-" else cf.NotOp)(x, ty), e.loc)
+
+    def _ternary(self, e: ast.Ternary, env: dict[str, SSAValue], ty) -> SSAValue:
+        c = self.expr(e.cond, env)
+        a = self.expr(e.then, env)
+        b = self.expr(e.otherwise, env)
+        return self.value(cf.SelectOp(c, a, b, ty), e.loc)
+
+    def _call(self, e: ast.Call, env: dict[str, SSAValue], ty) -> SSAValue:
+        if isinstance(e.callee, ast.Var) and e.callee.name not in env and e.callee.name in self.checked.funcs:
             args = [self.expr(a, env) for a in e.args]
-            return self.value(cf.ApplyOp(f, args, ty), e.loc)
-        if isinstance(e, ast.Builtin):
-            args = [self.expr(a, env) for a in e.args]
-            return self.value(cf.BUILTIN_OPS[e.name](args, ty), e.loc)
-        if isinstance(e, ast.Lp):
-            o = self.expr(e.objective, env)
-            c = self.expr(e.constraints, env)
-            return self.value(cf.LpOp(e.sense, o, c, ty), e.loc)
-        if isinstance(e, ast.Access):
-            b = self.expr(e.base, env)
-            if e.member in self.checked.params and e.member not in self.checked.members:
-                return self.value(cf.ParamOp(b, e.member, ty), e.loc)
-            return self.value(cf.AccessOp(b, e.member, ty), e.loc)
-        if isinstance(e, ast.Map):
-            b = self.expr(e.base, env)
-            f = self.expr(e.func, env)
-            return self.value(cf.MapOp(b, f, ty), e.loc)
-        if isinstance(e, ast.Dot):
-            b = self.expr(e.base, env)
-            w = self.expr(e.arg, env)
-            return self.value(cf.DotOp(b, w, ty), e.loc)
-        if isinstance(e, ast.Traverse):
-            b = self.expr(e.base, env)
-            p = self.expr(e.priority, env)
-            s = self.expr(e.stop, env)
-            r = self.expr(e.replace, env)
-            outer, inner = self.block, Block()
-            self.block = inner
-            inv = self.expr(e.invariant, env)
-            self.emit(cf.YieldOp([inv]), e.invariant.loc)
-            self.block = outer
-            return self.value(cf.TraverseOp(e.direction, b, p, s, r, Region(inner), ty), e.loc)
-        if isinstance(e, ast.TupleExpr):
-            vals = [self.expr(x, env) for x in e.elems]
-            return self.value(cf.TupleOp(vals, ty), e.loc)
-        if isinstance(e, ast.ListLit):
-            vals = [self.expr(x, env) for x in e.elems]
-            return self.value(cf.ListOp(vals, ty), e.loc)
-        raise AssertionError(f"unhandled expression {type(e).__name__}")  # pragma: no cover
+            return self.value(cf.CallOp(e.callee.name, args, ty), e.loc)
+        f = self.expr(e.callee, env)
+        args = [self.expr(a, env) for a in e.args]
+        return self.value(cf.ApplyOp(f, args, ty), e.loc)
+
+    def _builtin(self, e: ast.Builtin, env: dict[str, SSAValue], ty) -> SSAValue:
+        args = [self.expr(a, env) for a in e.args]
+        return self.value(cf.BUILTIN_OPS[e.name](args, ty), e.loc)
+
+    def _lp(self, e: ast.Lp, env: dict[str, SSAValue], ty) -> SSAValue:
+        o = self.expr(e.objective, env)
+        c = self.expr(e.constraints, env)
+        return self.value(cf.LpOp(e.sense, o, c, ty), e.loc)
+
+    def _access(self, e: ast.Access, env: dict[str, SSAValue], ty) -> SSAValue:
+        b = self.expr(e.base, env)
+        if e.member in self.checked.params and e.member not in self.checked.members:
+            return self.value(cf.ParamOp(b, e.member, ty), e.loc)
+        return self.value(cf.AccessOp(b, e.member, ty), e.loc)
+
+    def _map(self, e: ast.Map, env: dict[str, SSAValue], ty) -> SSAValue:
+        b = self.expr(e.base, env)
+        f = self.expr(e.func, env)
+        return self.value(cf.MapOp(b, f, ty), e.loc)
+
+    def _dot(self, e: ast.Dot, env: dict[str, SSAValue], ty) -> SSAValue:
+        b = self.expr(e.base, env)
+        w = self.expr(e.arg, env)
+        return self.value(cf.DotOp(b, w, ty), e.loc)
+
+    def _traverse(self, e: ast.Traverse, env: dict[str, SSAValue], ty) -> SSAValue:
+        b = self.expr(e.base, env)
+        p = self.expr(e.priority, env)
+        s = self.expr(e.stop, env)
+        r = self.expr(e.replace, env)
+        outer, inner = self.block, Block()
+        self.block = inner
+        inv = self.expr(e.invariant, env)
+        self.emit(cf.YieldOp([inv]), e.invariant.loc)
+        self.block = outer
+        return self.value(cf.TraverseOp(e.direction, b, p, s, r, Region(inner), ty), e.loc)
+
+    def _tuple(self, e: ast.TupleExpr, env: dict[str, SSAValue], ty) -> SSAValue:
+        vals = [self.expr(x, env) for x in e.elems]
+        return self.value(cf.TupleOp(vals, ty), e.loc)
+
+    def _list(self, e: ast.ListLit, env: dict[str, SSAValue], ty) -> SSAValue:
+        vals = [self.expr(x, env) for x in e.elems]
+        return self.value(cf.ListOp(vals, ty), e.loc)
+
+
+#: The lowering of each declaration class.
+_DECL_LOWERINGS = {
+    ast.ShapeDecl: Lowering.shape,
+    ast.FuncDecl: Lowering.func,
+    ast.ParamDecl: Lowering.parameter,
+    ast.TransformerDecl: Lowering.transformer,
+    ast.FlowDecl: Lowering.flow,
+}
+
+#: The lowering of each expression node class (one entry per class of :data:`cfmlir.syntax.ast.Expr`).
+_LOWERINGS = {
+    ast.IntLit: Lowering._literal,
+    ast.FloatLit: Lowering._literal,
+    ast.BoolLit: Lowering._literal,
+    ast.SymLit: Lowering._sym_lit,
+    ast.Var: Lowering._var,
+    ast.Binary: Lowering._binary,
+    ast.Unary: Lowering._unary,
+    ast.Ternary: Lowering._ternary,
+    ast.Call: Lowering._call,
+    ast.Builtin: Lowering._builtin,
+    ast.Lp: Lowering._lp,
+    ast.Access: Lowering._access,
+    ast.Map: Lowering._map,
+    ast.Dot: Lowering._dot,
+    ast.Traverse: Lowering._traverse,
+    ast.TupleExpr: Lowering._tuple,
+    ast.ListLit: Lowering._list,
+}
 
 
 def lower_program(checked: CheckedProgram) -> ModuleOp:

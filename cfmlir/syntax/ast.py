@@ -196,17 +196,24 @@ Expr = Union[
 ]
 
 
-def walk(e: "Expr"):
-    """``e`` and every expression inside it (a traverse's invariant included), depth first."""
-    yield e
+def children(e: "Expr") -> list["Expr"]:
+    """The sub-expressions of ``e`` in field order, derived from its dataclass fields (an expression field
+    or a list of expressions), so a new node class needs no hand-written child list."""
+    out: list[Expr] = []
     for f in fields(e):
         v = getattr(e, f.name)
         if isinstance(v, ExprBase):
-            yield from walk(v)
+            out.append(v)
         elif isinstance(v, list):
-            for x in v:
-                if isinstance(x, ExprBase):
-                    yield from walk(x)
+            out.extend(x for x in v if isinstance(x, ExprBase))
+    return out
+
+
+def walk(e: "Expr"):
+    """``e`` and every expression inside it (a traverse's invariant included), depth first."""
+    yield e
+    for c in children(e):
+        yield from walk(c)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -97,16 +97,7 @@ class Checker:
                 raise CfError(p.loc, f"parameter '{p.name}' clashes with the metadata name '{p.name}'")
             self.params[p.name] = p
         for decl in self.program.decls:
-            if isinstance(decl, ast.ShapeDecl):
-                self.check_shape(decl)
-            elif isinstance(decl, ast.FuncDecl):
-                self.check_func(decl)
-            elif isinstance(decl, ast.ParamDecl):
-                self.check_param(decl)
-            elif isinstance(decl, ast.TransformerDecl):
-                self.check_transformer(decl)
-            else:
-                self.check_flow(decl)
+            _DECL_CHECKERS[type(decl)](self, decl)
         for p in self.params.values():
             if p.name in self.members:
                 raise CfError(p.loc, f"parameter '{p.name}' has the name of a shape member")
@@ -234,40 +225,55 @@ class Checker:
             raise CfError(loc, err.message) from None
 
     def _expr(self, e: ast.Expr, env: dict[str, Type]) -> Type:
-        if isinstance(e, ast.IntLit):
-            return INT
-        if isinstance(e, ast.FloatLit):
-            return FLOAT
-        if isinstance(e, ast.BoolLit):
-            return BOOL
-        if isinstance(e, ast.SymLit):
-            return NOISE
-        if isinstance(e, ast.Var):
-            if e.name in env:
-                return env[e.name]
-            if e.name in self.funcs:
-                return self.funcs[e.name][1]
-            if e.name in ("curr", "prev", "prev_0", "prev_1", "curr_list"):
-                raise CfError(e.loc, f"'{e.name}' is not available here")
-            raise CfError(e.loc, f"unknown name '{e.name}'")
-        if isinstance(e, ast.Binary):
-            a, b = self.expr(e.lhs, env), self.expr(e.rhs, env)
-            return self._rule(e, (e.lhs, e.rhs), rules.binary, e.op, a, b)
-        if isinstance(e, ast.Unary):
-            t = self.expr(e.operand, env)
-            return self._rule(e, (e.operand,), rules.unary, e.op, t)
-        if isinstance(e, ast.Ternary):
-            parts = (e.cond, e.then, e.otherwise)
-            return self._rule(e, parts, rules.select, _OperandTypes(self, parts, env))
-        if isinstance(e, ast.Call):
-            ft = self.expr(e.callee, env)
-            return self._rule(e, e.args, rules.call, ft, _OperandTypes(self, e.args, env))
-        if isinstance(e, ast.Builtin):
-            return self._rule(e, e.args, rules.builtin, e.name, _OperandTypes(self, e.args, env))
-        if isinstance(e, ast.Lp):
-            parts = (e.objective, e.constraints)
-            return self._rule(e, parts, rules.lp, _OperandTypes(self, parts, env))
-        if isinstance(e, ast.Access) and e.member in self.params and e.member not in self.members:
+        """The type of ``e`` by its node class (:data:`_EXPR_TYPERS`)."""
+        return _EXPR_TYPERS[type(e)](self, e, env)
+
+    def _t_int_lit(self, e: ast.IntLit, env: dict[str, Type]) -> Type:
+        return INT
+
+    def _t_float_lit(self, e: ast.FloatLit, env: dict[str, Type]) -> Type:
+        return FLOAT
+
+    def _t_bool_lit(self, e: ast.BoolLit, env: dict[str, Type]) -> Type:
+        return BOOL
+
+    def _t_sym_lit(self, e: ast.SymLit, env: dict[str, Type]) -> Type:
+        return NOISE
+
+    def _t_var(self, e: ast.Var, env: dict[str, Type]) -> Type:
+        if e.name in env:
+            return env[e.name]
+        if e.name in self.funcs:
+            return self.funcs[e.name][1]
+        if e.name in ("curr", "prev", "prev_0", "prev_1", "curr_list"):
+            raise CfError(e.loc, f"'{e.name}' is not available here")
+        raise CfError(e.loc, f"unknown name '{e.name}'")
+
+    def _t_binary(self, e: ast.Binary, env: dict[str, Type]) -> Type:
+        a, b = self.expr(e.lhs, env), self.expr(e.rhs, env)
+        return self._rule(e, (e.lhs, e.rhs), rules.binary, e.op, a, b)
+
+    def _t_unary(self, e: ast.Unary, env: dict[str, Type]) -> Type:
+        t = self.expr(e.operand, env)
+        return self._rule(e, (e.operand,), rules.unary, e.op, t)
+
+    def _t_ternary(self, e: ast.Ternary, env: dict[str, Type]) -> Type:
+        parts = (e.cond, e.then, e.otherwise)
+        return self._rule(e, parts, rules.select, _OperandTypes(self, parts, env))
+
+    def _t_call(self, e: ast.Call, env: dict[str, Type]) -> Type:
+        ft = self.expr(e.callee, env)
+        return self._rule(e, e.args, rules.call, ft, _OperandTypes(self, e.args, env))
+
+    def _t_builtin(self, e: ast.Builtin, env: dict[str, Type]) -> Type:
+        return self._rule(e, e.args, rules.builtin, e.name, _OperandTypes(self, e.args, env))
+
+    def _t_lp(self, e: ast.Lp, env: dict[str, Type]) -> Type:
+        parts = (e.objective, e.constraints)
+        return self._rule(e, parts, rules.lp, _OperandTypes(self, parts, env))
+
+    def _t_access(self, e: ast.Access, env: dict[str, Type]) -> Type:
+        if e.member in self.params and e.member not in self.members:
             b = self.expr(e.base, env)
             p = self.params[e.member]
             if (self.rule_op is not None and isinstance(e.base, ast.Var) and e.base.name == "curr"
@@ -275,27 +281,61 @@ class Checker:
                 raise CfError(e.member_loc, f"parameter '{p.name}' has no value on '{self.rule_op}' neurons (it is "
                                             f"declared for {', '.join(p.ops)}); give it an 'else' value")
             return self._rule(e, (e.base,), rules.parameter, b, e.member)
-        if isinstance(e, ast.Access):
-            b = self.expr(e.base, env)
-            try:
-                mt = rules.member_type(e.member, self.members)
-            except TypingError as err:
-                raise CfError(e.member_loc, err.message) from None
-            return self._rule(e, (e.base,), rules.access, b, e.member, mt)
-        if isinstance(e, ast.Map):
-            b, f = self.expr(e.base, env), self.expr(e.func, env)
-            return self._rule(e, (e.base, e.func), rules.map_, b, f)
-        if isinstance(e, ast.Dot):
-            b, w = self.expr(e.base, env), self.expr(e.arg, env)
-            return self._rule(e, (e.base, e.arg), rules.dot, b, w)
-        if isinstance(e, ast.Traverse):
-            parts = (e.base, e.priority, e.stop, e.replace, e.invariant)
-            return self._rule(e, parts, rules.traverse, _OperandTypes(self, parts, env))
-        if isinstance(e, ast.TupleExpr):
-            return self._rule(e, e.elems, rules.tuple_, _OperandTypes(self, e.elems, env))
-        if isinstance(e, ast.ListLit):
-            return self._rule(e, e.elems, rules.list_literal, _OperandTypes(self, e.elems, env))
-        raise AssertionError(type(e))  # pragma: no cover
+        b = self.expr(e.base, env)
+        try:
+            mt = rules.member_type(e.member, self.members)
+        except TypingError as err:
+            raise CfError(e.member_loc, err.message) from None
+        return self._rule(e, (e.base,), rules.access, b, e.member, mt)
+
+    def _t_map(self, e: ast.Map, env: dict[str, Type]) -> Type:
+        b, f = self.expr(e.base, env), self.expr(e.func, env)
+        return self._rule(e, (e.base, e.func), rules.map_, b, f)
+
+    def _t_dot(self, e: ast.Dot, env: dict[str, Type]) -> Type:
+        b, w = self.expr(e.base, env), self.expr(e.arg, env)
+        return self._rule(e, (e.base, e.arg), rules.dot, b, w)
+
+    def _t_traverse(self, e: ast.Traverse, env: dict[str, Type]) -> Type:
+        parts = (e.base, e.priority, e.stop, e.replace, e.invariant)
+        return self._rule(e, parts, rules.traverse, _OperandTypes(self, parts, env))
+
+    def _t_tuple_expr(self, e: ast.TupleExpr, env: dict[str, Type]) -> Type:
+        return self._rule(e, e.elems, rules.tuple_, _OperandTypes(self, e.elems, env))
+
+    def _t_list_lit(self, e: ast.ListLit, env: dict[str, Type]) -> Type:
+        return self._rule(e, e.elems, rules.list_literal, _OperandTypes(self, e.elems, env))
+
+
+#: The check of each declaration class.
+_DECL_CHECKERS = {
+    ast.ShapeDecl: Checker.check_shape,
+    ast.FuncDecl: Checker.check_func,
+    ast.ParamDecl: Checker.check_param,
+    ast.TransformerDecl: Checker.check_transformer,
+    ast.FlowDecl: Checker.check_flow,
+}
+
+#: The typing of each expression node class (one entry per class of :data:`cfmlir.syntax.ast.Expr`).
+_EXPR_TYPERS = {
+    ast.IntLit: Checker._t_int_lit,
+    ast.FloatLit: Checker._t_float_lit,
+    ast.BoolLit: Checker._t_bool_lit,
+    ast.SymLit: Checker._t_sym_lit,
+    ast.Var: Checker._t_var,
+    ast.Binary: Checker._t_binary,
+    ast.Unary: Checker._t_unary,
+    ast.Ternary: Checker._t_ternary,
+    ast.Call: Checker._t_call,
+    ast.Builtin: Checker._t_builtin,
+    ast.Lp: Checker._t_lp,
+    ast.Access: Checker._t_access,
+    ast.Map: Checker._t_map,
+    ast.Dot: Checker._t_dot,
+    ast.Traverse: Checker._t_traverse,
+    ast.TupleExpr: Checker._t_tuple_expr,
+    ast.ListLit: Checker._t_list_lit,
+}
 
 
 class _OperandTypes(Sequence[Type]):

@@ -12,7 +12,7 @@ class FragmentError(CfError):
     """A construct the bounded verifier cannot encode (``lp``, an unsupported builtin, ...).
 
     ``str()`` is one line naming the construct and its location, e.g.
-    ``my.cf:7:12: error: cf-verify cannot encode 'lp' (outside the verifier's fragment)``.
+    ``error: my.cf:7:12: cf-verify cannot encode 'lp' (outside the verifier's fragment)``.
     """
 
     def __init__(self, loc: Loc, construct: str, why: str = "outside the verifier's fragment"):

@@ -50,16 +50,8 @@ def const(lo: float, hi: float) -> tuple[float, float]:
     return (lo, hi)
 
 
-def is_empty(a) -> bool:
-    return a[0] > a[1]
-
-
 def meet(a, b):
     return (max(a[0], b[0]), min(a[1], b[1]))
-
-
-def hull(a, b):
-    return (min(a[0], b[0]), max(a[1], b[1]))
 
 
 def _lo(x: float) -> float:

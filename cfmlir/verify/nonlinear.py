@@ -30,7 +30,7 @@ import math
 
 import z3
 
-from cfmlir.interpreter.evaluator import fexp, flog, sigmoid
+from cfruntime.scalar import exp as fexp, log as flog, sigmoid
 
 _SPEC = {
     # name: (lower, upper, value at 0, derivative from the value, maximal derivative)

@@ -39,7 +39,7 @@ import math
 
 import z3
 
-from cfmlir.interpreter.evaluator import fexp, sigmoid
+from cfruntime.scalar import exp as fexp, sigmoid
 from cfmlir.verify.nonlinear import Nonlinear
 from cfmlir.verify.world import World
 

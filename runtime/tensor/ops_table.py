@@ -105,17 +105,6 @@ def condition_holds(cond: str, block) -> bool:
     return block.no_nan()
 
 
-_dtype_cache: dict = {}
-
-
-def result_dtype(fn, *dtypes: torch.dtype) -> torch.dtype:
-    key = (fn, dtypes)
-    if key not in _dtype_cache:
-        args = [torch.ones((1,), dtype=dt) for dt in dtypes]
-        _dtype_cache[key] = fn(*args).dtype
-    return _dtype_cache[key]
-
-
 def compute_dtype(op: str, *dtypes: torch.dtype) -> torch.dtype:
     """dtype the operands are cast to before the kernel runs."""
     dt = dtypes[0]

@@ -46,10 +46,6 @@ def _extent(shape: tuple[int, ...], sdim: int, n: int) -> tuple[int, ...]:
     return tuple(s)
 
 
-def part_size(p, sdim: int) -> int:
-    return p.shape[sdim]
-
-
 def part_dense(p) -> torch.Tensor:
     """A part as a (possibly broadcast) torch tensor."""
     return p if isinstance(p, torch.Tensor) else p.to_dense(0)

@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt emit_python_unsupported_op.mlir -t python 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}emit_python_unsupported_op.mlir:4:5: error: no Python emission for 'cftensor.flow'{{$}}
+// CHECK: {{^}}error: emit_python_unsupported_op.mlir:4:5: no Python emission for 'cftensor.flow'{{$}}
 // CHECK-NOT: {{.}}

@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt parse_type_mismatch.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}parse_type_mismatch.mlir:3:17: error: operand is used with type !cf.int, but has been previously used or defined with type !cf.float{{$}}
+// CHECK: {{^}}error: parse_type_mismatch.mlir:3:17: operand is used with type !cf.int, but has been previously used or defined with type !cf.float{{$}}
 // CHECK-NOT: {{.}}

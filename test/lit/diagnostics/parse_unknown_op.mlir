@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt parse_unknown_op.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}parse_unknown_op.mlir:3:24: error: Operation cf.frobnicate is not registered{{$}}
+// CHECK: {{^}}error: parse_unknown_op.mlir:3:24: Operation cf.frobnicate is not registered{{$}}
 // CHECK-NOT: {{.}}

@@ -9,5 +9,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt parse_unterminated_string.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}parse_unterminated_string.mlir:3:23: error: End of file reached before closing string literal.{{$}}
+// CHECK: {{^}}error: parse_unterminated_string.mlir:3:23: End of file reached before closing string literal.{{$}}
 // CHECK-NOT: {{.}}

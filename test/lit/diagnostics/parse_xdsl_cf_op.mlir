@@ -7,5 +7,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt parse_xdsl_cf_op.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}parse_xdsl_cf_op.mlir:3:11: error: Operation cf.br is not registered{{$}}
+// CHECK: {{^}}error: parse_xdsl_cf_op.mlir:3:11: Operation cf.br is not registered{{$}}
 // CHECK-NOT: {{.}}

@@ -16,5 +16,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_flow_stop_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_flow_stop_type.mlir:13:3: error: 'cf.flow' op flow stop function @p must have type (Neuron) -> Bool, got (Neuron) -> Int{{$}}
+// CHECK: {{^}}error: verify_flow_stop_type.mlir:13:3: 'cf.flow' op flow stop function @p must have type (Neuron) -> Bool, got (Neuron) -> Int{{$}}
 // CHECK-NOT: {{.}}

@@ -7,5 +7,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_func_yield_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_func_yield_type.mlir:2:3: error: 'cf.func' op @f yields !cf.int but its result type is !cf.float{{$}}
+// CHECK: {{^}}error: verify_func_yield_type.mlir:2:3: 'cf.func' op @f yields !cf.int but its result type is !cf.float{{$}}
 // CHECK-NOT: {{.}}

@@ -12,5 +12,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_map_function_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_map_function_type.mlir:7:5: error: 'cf.map' op map over a PolyExp needs a function (Neuron, Float) -> T, got (Float) -> Float{{$}}
+// CHECK: {{^}}error: verify_map_function_type.mlir:7:5: 'cf.map' op map over a PolyExp needs a function (Neuron, Float) -> T, got (Float) -> Float{{$}}
 // CHECK-NOT: {{.}}

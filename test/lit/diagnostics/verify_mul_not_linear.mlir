@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_mul_not_linear.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_mul_not_linear.mlir:3:5: error: 'cf.mul' op operator '*' needs a scalar operand, got Neuron and PolyExp (the product would not be linear){{$}}
+// CHECK: {{^}}error: verify_mul_not_linear.mlir:3:5: 'cf.mul' op operator '*' needs a scalar operand, got Neuron and PolyExp (the product would not be linear){{$}}
 // CHECK-NOT: {{.}}

@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_param_undeclared.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_param_undeclared.mlir:3:5: error: 'cf.param' op 'slope' is not a parameter (no 'cf.parameter @slope' in the module){{$}}
+// CHECK: {{^}}error: verify_param_undeclared.mlir:3:5: 'cf.param' op 'slope' is not a parameter (no 'cf.parameter @slope' in the module){{$}}
 // CHECK-NOT: {{.}}

@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_parameter_bound_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_parameter_bound_type.mlir:2:3: error: 'cf.parameter' op the upper bound of a parameter must be a Float, got Bool{{$}}
+// CHECK: {{^}}error: verify_parameter_bound_type.mlir:2:3: 'cf.parameter' op the upper bound of a parameter must be a Float, got Bool{{$}}
 // CHECK-NOT: {{.}}

@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_parameter_yield.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_parameter_yield.mlir:2:3: error: 'cf.parameter' op the domain of @slope for 'Relu' yields (lo, hi, init), got 2 value(s){{$}}
+// CHECK: {{^}}error: verify_parameter_yield.mlir:2:3: 'cf.parameter' op the domain of @slope for 'Relu' yields (lo, hi, init), got 2 value(s){{$}}
 // CHECK-NOT: {{.}}

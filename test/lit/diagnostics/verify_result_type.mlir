@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_result_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_result_type.mlir:3:5: error: 'cf.add' op result type must be !cf.float (Float), got !cf.int{{$}}
+// CHECK: {{^}}error: verify_result_type.mlir:3:5: 'cf.add' op result type must be !cf.float (Float), got !cf.int{{$}}
 // CHECK-NOT: {{.}}

@@ -15,5 +15,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_return_arity.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_return_arity.mlir:10:7: error: 'cf.return' op rule 'Relu' returns 1 value but the shape has 2 members{{$}}
+// CHECK: {{^}}error: verify_return_arity.mlir:10:7: 'cf.return' op rule 'Relu' returns 1 value but the shape has 2 members{{$}}
 // CHECK-NOT: {{.}}

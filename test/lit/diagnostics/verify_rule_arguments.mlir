@@ -16,5 +16,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_rule_arguments.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_rule_arguments.mlir:7:3: error: 'cf.transformer' op rule 'Relu' must take the arguments (%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron){{$}}
+// CHECK: {{^}}error: verify_rule_arguments.mlir:7:3: 'cf.transformer' op rule 'Relu' must take the arguments (%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron){{$}}
 // CHECK-NOT: {{.}}

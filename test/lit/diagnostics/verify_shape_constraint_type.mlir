@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_shape_constraint_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_shape_constraint_type.mlir:2:3: error: 'cf.shape' op a shape constraint must be a constraint (Ct), got Float (constraint 0){{$}}
+// CHECK: {{^}}error: verify_shape_constraint_type.mlir:2:3: 'cf.shape' op a shape constraint must be a constraint (Ct), got Float (constraint 0){{$}}
 // CHECK-NOT: {{.}}

@@ -9,5 +9,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_sym_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_sym_type.mlir:3:5: error: 'cf.sym' op result 'res' at position 0 does not verify: !cf.float should be of base attribute cf.noise{{$}}
+// CHECK: {{^}}error: verify_sym_type.mlir:3:5: 'cf.sym' op result 'res' at position 0 does not verify: !cf.float should be of base attribute cf.noise{{$}}
 // CHECK-NOT: {{.}}

@@ -8,5 +8,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_unknown_callee.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_unknown_callee.mlir:3:5: error: 'cf.call' op refers to unknown function @nope{{$}}
+// CHECK: {{^}}error: verify_unknown_callee.mlir:3:5: 'cf.call' op refers to unknown function @nope{{$}}
 // CHECK-NOT: {{.}}

@@ -13,5 +13,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt verify_unknown_member.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}verify_unknown_member.mlir:8:5: error: 'cf.access' op unknown shape member or metadata 'q'{{$}}
+// CHECK: {{^}}error: verify_unknown_member.mlir:8:5: 'cf.access' op unknown shape member or metadata 'q'{{$}}
 // CHECK-NOT: {{.}}

@@ -45,10 +45,10 @@ def test_stdin(capsys, monkeypatch):
 @pytest.mark.parametrize(
     "text, suffix, expected",
     [
-        ("def Shape as (Float l){[curr[l] <= curr]};\nfunc f(Float x) = y;\n", ".cf", ":2:19: error: unknown name 'y'"),
-        ("def Shape as (Float l){[curr[l] <= curr]}\n", ".cf", ":2:1: error: expected ';', found end of file"),
-        ("builtin.module {\n  %0 = cf.const true : !cf.int\n}\n", ".mlir", ":2:3: error: 'cf.const' op a Bool literal must have type !cf.bool, got !cf.int"),
-        ("builtin.module {\n  cf.bogus\n}\n", ".mlir", "error: Operation cf.bogus is not registered"),
+        ("def Shape as (Float l){[curr[l] <= curr]};\nfunc f(Float x) = y;\n", ".cf", ":2:19: unknown name 'y'"),
+        ("def Shape as (Float l){[curr[l] <= curr]}\n", ".cf", ":2:1: expected ';', found end of file"),
+        ("builtin.module {\n  %0 = cf.const true : !cf.int\n}\n", ".mlir", ":2:3: 'cf.const' op a Bool literal must have type !cf.bool, got !cf.int"),
+        ("builtin.module {\n  cf.bogus\n}\n", ".mlir", ": Operation cf.bogus is not registered"),
     ],
 )
 def test_errors_are_one_line(tmp_path, capsys, text, suffix, expected):
@@ -58,16 +58,16 @@ def test_errors_are_one_line(tmp_path, capsys, text, suffix, expected):
     assert code == 1 and out == ""
     lines = err.splitlines()
     assert len(lines) == 1, err
-    assert lines[0].startswith(str(src) + ":")
+    assert lines[0].startswith("error: " + str(src) + ":")
     assert expected in lines[0]
     assert "Traceback" not in err
 
 
 def test_usage_errors(capsys):
     code, _, err = run(["--certifier", "nope"], capsys)
-    assert code == 1 and err.startswith("cf-opt: error: unknown certifier 'nope'") and len(err.splitlines()) == 1
+    assert code == 1 and err.startswith("error: unknown certifier 'nope'") and len(err.splitlines()) == 1
     code, _, err = run(["/does/not/exist.cf"], capsys)
-    assert code == 1 and err.strip() == "/does/not/exist.cf: error: cannot open input file"
+    assert code == 1 and err.strip() == "error: /does/not/exist.cf: cannot open input file"
     code, _, err = run(["--certifier", "ibp", "-p", "no-such-pass"], capsys)
     assert code == 1 and "unknown pass 'no-such-pass'" in err and len(err.splitlines()) == 1
     assert "internal error" not in err

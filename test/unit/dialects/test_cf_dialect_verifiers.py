@@ -23,7 +23,7 @@ def test_changed_result_type_is_reported_at_the_source_location():
     add.results[0]._type = T.IntType()  # noqa: SLF001 - corrupt the IR on purpose
     with pytest.raises(IRError) as info:
         verify_module(module, "x.cf")
-    assert str(info.value) == "x.cf:2:28: error: 'cf.add' op result type must be !cf.float (Float), got !cf.int"
+    assert str(info.value) == "error: x.cf:2:28: 'cf.add' op result type must be !cf.float (Float), got !cf.int"
 
 
 def test_return_arity_uses_the_shape_member_count():
@@ -65,13 +65,13 @@ def test_verifier_error_on_parsed_ir_without_location():
     neg.results[0]._type = T.BoolType()  # noqa: SLF001
     with pytest.raises(IRError) as info:
         verify_module(module, "n.cf")
-    assert str(info.value) == "n.cf: error: 'cf.neg' op result type must be !cf.float (Float), got !cf.bool"
+    assert str(info.value) == "error: n.cf: 'cf.neg' op result type must be !cf.float (Float), got !cf.bool"
 
 
 def test_parse_errors_are_one_line():
     with pytest.raises(CfError) as info:
         parse_module("builtin.module {\n  %0 = cf.const 1.0 : !cf.int\n}\n", "p.mlir")
-    assert str(info.value).startswith("p.mlir:2:")
+    assert str(info.value).startswith("error: p.mlir:2:")
     assert "\n" not in str(info.value)
 
 

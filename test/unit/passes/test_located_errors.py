@@ -1,5 +1,5 @@
 """Shape-analysis and Python-emission errors name the source position of the ``cf`` op (or rule) they
-are about (``file:line:col: error: ...``, a :class:`~cfmlir.diagnostics.CfError`), not ``<cftensor>``;
+are about (``error: file:line:col: ...``, a :class:`~cfmlir.diagnostics.CfError`), not ``<cftensor>``;
 the lifting dispatches on the op's type (one ``lift`` method per ``cf`` op class) and gives every
 ``cftensor`` op it emits the location of the ``cf`` op it comes from."""
 
@@ -51,7 +51,7 @@ def test_shape_analysis_errors_are_located(name, functions, rule, where, message
     e = info.value
     assert isinstance(e, CfError) and isinstance(e, UserError)
     assert e.loc == Loc(file, *where)
-    assert str(e) == f"{file}:{where[0]}:{where[1]}: error: {message}"
+    assert str(e) == f"error: {file}:{where[0]}:{where[1]}: {message}"
     assert e.diagnostic == str(e)
 
 
@@ -59,7 +59,7 @@ def test_module_without_flow_is_a_whole_file_error():
     module = compile_to_cf(HEADER + "transformer t{\n    Relu -> (prev[l], prev[u]);\n}\n", "noflow.cf")
     with pytest.raises(ShapeAnalysisError) as info:
         ShapeAnalysisPass().apply(None, module)
-    assert str(info.value) == "noflow.cf: error: the certifier has no 'flow' declaration: there is nothing to run"
+    assert str(info.value) == "error: noflow.cf: the certifier has no 'flow' declaration: there is nothing to run"
 
 
 def test_lifted_ops_carry_the_source_locations():
@@ -102,11 +102,11 @@ def test_emission_error_is_located_at_the_op():
     with pytest.raises(EmitError) as info:
         emit_python(_module(bad, _loc(3, 3)))
     assert isinstance(info.value, CfError)
-    assert str(info.value) == "x.mlir:4:5: error: no Python emission for 'cftensor.flow'"
+    assert str(info.value) == "error: x.mlir:4:5: no Python emission for 'cftensor.flow'"
 
 
 def test_emission_error_without_a_location_names_the_rule():
     bad = ct.FlowOp("forward", "t", [("l", "R", "lower")])
     with pytest.raises(EmitError) as info:
         emit_python(_module(bad, _loc(3, 3)))
-    assert str(info.value) == "x.mlir:3:3: error: no Python emission for 'cftensor.flow'"
+    assert str(info.value) == "error: x.mlir:3:3: no Python emission for 'cftensor.flow'"

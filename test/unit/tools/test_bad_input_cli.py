@@ -179,7 +179,7 @@ def test_two_flows(tmp_path, tiny_net, csv, capsys):
     spec = tmp_path / "two.cf"
     spec.write_text(certifier_source("ibp")[0] + "flow(forward, priority, stop, ibp);\n")
     line = one_error(*run_main(capsys, "--certifier", spec, "--net", tiny_net, "--data", csv, "--eps", "0.01"))
-    assert line.startswith(f"{spec}:") and "error: a second 'flow' declaration (the first is at line" in line
+    assert line.startswith(f"error: {spec}:") and ": a second 'flow' declaration (the first is at line" in line
 
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreter"])
@@ -268,7 +268,7 @@ def test_cf_opt_output_that_cannot_be_written(tmp_path, capsys, target):
     rc = cf_opt.main(["--certifier", "ibp", "-o", str(tmp_path / target)])
     err = capsys.readouterr().err
     line = one_error(rc, "", err)
-    assert line.startswith(f"{tmp_path / target}: error: cannot write the output file"), line
+    assert line.startswith(f"error: {tmp_path / target}: cannot write the output file"), line
 
 
 def test_as_a_process(tmp_path):

@@ -68,10 +68,10 @@ def test_timeout_out_of_range_is_a_usage_error(value, capsys):
 
 def test_missing_or_unreadable_spec_exits_5(tmp_path, capsys):
     assert cf_verify([str(tmp_path / "missing.cf")]) == 5
-    _one_error(capsys.readouterr().err, contains="missing.cf: error: cannot read the spec")
+    _one_error(capsys.readouterr().err, contains="missing.cf: cannot read the spec")
     (tmp_path / "bin.cf").write_bytes(b"\xff\xfe\x00")
     assert cf_verify([str(tmp_path / "bin.cf")]) == 5
-    _one_error(capsys.readouterr().err, contains="bin.cf: error:")
+    _one_error(capsys.readouterr().err, contains="bin.cf: ")
     (tmp_path / "bad.cf").write_text("def Shape as (Float l{")
     assert cf_verify([str(tmp_path / "bad.cf")]) == 5
     _one_error(capsys.readouterr().err, contains="bad.cf:1:")
@@ -82,7 +82,7 @@ def test_empty_spec_is_an_error_not_zero_verified(tmp_path, capsys):
         (tmp_path / "empty.cf").write_text(text)
         assert cf_verify([str(tmp_path / "empty.cf")]) == 5
         captured = capsys.readouterr()
-        _one_error(captured.err, contains="empty.cf: error:")
+        _one_error(captured.err, contains="empty.cf: ")
         assert "verified" not in captured.out
 
 

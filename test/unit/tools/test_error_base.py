@@ -42,11 +42,11 @@ def test_engine_errors_stay_runtime_errors(cls):
 
 #: (error, str(), the line cf-run prints)
 LINES = [
-    (CfError(Loc("a.cf", 3, 14), "unknown name 'prevv'"), "a.cf:3:14: error: unknown name 'prevv'",
-     "a.cf:3:14: error: unknown name 'prevv'"),
+    (CfError(Loc("a.cf", 3, 14), "unknown name 'prevv'"), "error: a.cf:3:14: unknown name 'prevv'",
+     "error: a.cf:3:14: unknown name 'prevv'"),
     (ShapeAnalysisError(Loc("a.cf", 6, 17), "the tensor compiler does not support 'cf.avg' yet"),
-     "a.cf:6:17: error: the tensor compiler does not support 'cf.avg' yet",
-     "a.cf:6:17: error: the tensor compiler does not support 'cf.avg' yet"),
+     "error: a.cf:6:17: the tensor compiler does not support 'cf.avg' yet",
+     "error: a.cf:6:17: the tensor compiler does not support 'cf.avg' yet"),
     (DataError("bad row", file="d.csv", line=2), "error: d.csv:2: bad row", "error: d.csv:2: bad row"),
     (InterpreterError("certifier 't' has no rule for 'Relu'"), "error: certifier 't' has no rule for 'Relu'",
      "error: certifier 't' has no rule for 'Relu'"),
@@ -92,13 +92,13 @@ def test_other_exceptions_are_internal_errors():
 
 def test_a_ray_task_carries_the_line_back():
     assert str(failure_line(EngineError("no rule"))) == "error: no rule"
-    assert str(failure_line(CfError(Loc("a.cf", 1, 2), "bad"))) == "a.cf:1:2: error: bad"
+    assert str(failure_line(CfError(Loc("a.cf", 1, 2), "bad"))) == "error: a.cf:1:2: bad"
     assert str(failure_line(KeyError("k"))).startswith("error: internal error on a Ray worker (KeyError)")
 
 
 def test_cf_opt_reports_user_errors_as_their_line():
-    assert cf_opt._error_line(ShapeAnalysisError(Loc("a.cf", 2, 3), "m"), "a.cf") == "a.cf:2:3: error: m"
-    assert cf_opt._error_line(cf_opt._UsageError("unknown pass 'x'"), "a.cf") == "cf-opt: error: unknown pass 'x'"
+    assert cf_opt._error_line(ShapeAnalysisError(Loc("a.cf", 2, 3), "m"), "a.cf") == "error: a.cf:2:3: m"
+    assert cf_opt._error_line(cf_opt._UsageError("unknown pass 'x'"), "a.cf") == "error: unknown pass 'x'"
 
 
 def test_runtime_errors_import_no_compiler_code():

@@ -1,4 +1,4 @@
-// An add_dim past the position after the operand's last dimension (rank 2: dim 2 is fine, 3 is not): rejected by the dimension check of the dim ops, as one line file:line:col: error: ...
+// An add_dim past the position after the operand's last dimension (rank 2: dim 2 is fine, 3 is not): rejected by the dimension check of the dim ops, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt add_dim_dim.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}add_dim_dim.mlir:6:5: error: 'cftensor.add_dim' op dimension 3 is out of range for rank 2{{$}}
+// CHECK: {{^}}error: add_dim_dim.mlir:6:5: 'cftensor.add_dim' op dimension 3 is out of range for rank 2{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// Binary operands of different intrinsic shapes (not aligned): rejected by BinaryOp.verify_, as one line file:line:col: error: ...
+// Binary operands of different intrinsic shapes (not aligned): rejected by BinaryOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt binary_shape.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}binary_shape.mlir:6:5: error: 'cftensor.binary' op needs operands and result of one intrinsic shape (align them first){{$}}
+// CHECK: {{^}}error: binary_shape.mlir:6:5: 'cftensor.binary' op needs operands and result of one intrinsic shape (align them first){{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A clamp with neither bound: rejected by ClampOp.verify_, as one line file:line:col: error: ...
+// A clamp with neither bound: rejected by ClampOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt clamp_no_bound.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}clamp_no_bound.mlir:5:5: error: 'cftensor.clamp' op needs a min or a max bound{{$}}
+// CHECK: {{^}}error: clamp_no_bound.mlir:5:5: 'cftensor.clamp' op needs a min or a max bound{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A constant whose value property is an integer, not a float: rejected by the IRDL property constraint, as one line file:line:col: error: ...
+// A constant whose value property is an integer, not a float: rejected by the IRDL property constraint, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %k = "cftensor.const"() <{value = 1 : i64}> : () -> !cftensor.t<const R, [1], [1]>
@@ -9,5 +9,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt const_value_type.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}const_value_type.mlir:4:5: error: 'cftensor.const' op 1 : i64 should be of base attribute float{{$}}
+// CHECK: {{^}}error: const_value_type.mlir:4:5: 'cftensor.const' op 1 : i64 should be of base attribute float{{$}}
 // CHECK-NOT: {{.}}

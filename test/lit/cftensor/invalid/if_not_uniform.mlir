@@ -1,4 +1,4 @@
-// Cftensor.if on a condition that varies per neuron: rejected by IfOp.verify_, as one line file:line:col: error: ...
+// Cftensor.if on a condition that varies per neuron: rejected by IfOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -15,5 +15,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt if_not_uniform.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}if_not_uniform.mlir:6:5: error: 'cftensor.if' op needs a uniform condition (all intrinsic sizes 1), got <B, [batch, curr], [1, 1]>{{$}}
+// CHECK: {{^}}error: if_not_uniform.mlir:6:5: 'cftensor.if' op needs a uniform condition (all intrinsic sizes 1), got <B, [batch, curr], [1, 1]>{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A cftensor.if region that returns fewer values than the if has results: rejected by IfOp.verify_, as one line file:line:col: error: ...
+// A cftensor.if region that returns fewer values than the if has results: rejected by IfOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -15,5 +15,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt if_return_arity.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}if_return_arity.mlir:6:5: error: 'cftensor.if' op each region ends in cftensor.return with one value per result{{$}}
+// CHECK: {{^}}error: if_return_arity.mlir:6:5: 'cftensor.if' op each region ends in cftensor.return with one value per result{{$}}
 // CHECK-NOT: {{.}}

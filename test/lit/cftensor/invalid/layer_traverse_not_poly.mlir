@@ -1,4 +1,4 @@
-// Cftensor.layer_traverse over a Real tensor, not a PolyExp: rejected by LayerTraverseOp.verify_, as one line file:line:col: error: ...
+// Cftensor.layer_traverse over a Real tensor, not a PolyExp: rejected by LayerTraverseOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -18,5 +18,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt layer_traverse_not_poly.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}layer_traverse_not_poly.mlir:5:5: error: 'cftensor.layer_traverse' op maps a PolyExp to a PolyExp of the same type{{$}}
+// CHECK: {{^}}error: layer_traverse_not_poly.mlir:5:5: 'cftensor.layer_traverse' op maps a PolyExp to a PolyExp of the same type{{$}}
 // CHECK-NOT: {{.}}

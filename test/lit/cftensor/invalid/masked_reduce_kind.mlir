@@ -1,4 +1,4 @@
-// Masked_reduce by sum (only min and max have an identity to mask with): rejected by MaskedReduceOp.verify_, as one line file:line:col: error: ...
+// Masked_reduce by sum (only min and max have an identity to mask with): rejected by MaskedReduceOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt masked_reduce_kind.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}masked_reduce_kind.mlir:5:5: error: 'cftensor.masked_reduce' op reduces by min or max, not 'sum'{{$}}
+// CHECK: {{^}}error: masked_reduce_kind.mlir:5:5: 'cftensor.masked_reduce' op reduces by min or max, not 'sum'{{$}}
 // CHECK-NOT: {{.}}

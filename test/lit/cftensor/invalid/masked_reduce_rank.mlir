@@ -1,4 +1,4 @@
-// Masked_reduce of operands of different ranks: rejected by MaskedReduceOp.verify_, as one line file:line:col: error: ...
+// Masked_reduce of operands of different ranks: rejected by MaskedReduceOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt masked_reduce_rank.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}masked_reduce_rank.mlir:6:5: error: 'cftensor.masked_reduce' op operands must have the same rank{{$}}
+// CHECK: {{^}}error: masked_reduce_rank.mlir:6:5: 'cftensor.masked_reduce' op operands must have the same rank{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A reduction over a dimension the operand does not have: rejected by the dimension check of the dim ops, as one line file:line:col: error: ...
+// A reduction over a dimension the operand does not have: rejected by the dimension check of the dim ops, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt reduce_dim.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}reduce_dim.mlir:5:5: error: 'cftensor.reduce' op dimension 3 is out of range for rank 3{{$}}
+// CHECK: {{^}}error: reduce_dim.mlir:5:5: 'cftensor.reduce' op dimension 3 is out of range for rank 3{{$}}
 // CHECK-NOT: {{.}}

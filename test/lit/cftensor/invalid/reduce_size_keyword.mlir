@@ -1,4 +1,4 @@
-// A reduction spelling its kind with the old keyword `size`: rejected by the parser, which expects `kind`, as one line file:line:col: error: ...
+// A reduction spelling its kind with the old keyword `size`: rejected by the parser, which expects `kind`, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [batch, curr, poly], [1, 1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt reduce_size_keyword.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}reduce_size_keyword.mlir:5:32: error: Expected 'kind'{{$}}
+// CHECK: {{^}}error: reduce_size_keyword.mlir:5:32: Expected 'kind'{{$}}
 // CHECK-NOT: {{.}}

@@ -28,11 +28,11 @@ builtin.module {
 // RUN: cd %S && not cf-opt split_input_file.mlir --split-input-file 2> %t.err
 // RUN: filecheck %s --check-prefix=ERR --input-file %t.err
 // ERR-NOT: Traceback
-// ERR: {{^}}split_input_file.mlir:12:5: error: 'cftensor.reduce' op reduces by sum, min or max, not 'prod'{{$}}
+// ERR: {{^}}error: split_input_file.mlir:12:5: 'cftensor.reduce' op reduces by sum, min or max, not 'prod'{{$}}
 // ERR-NOT: {{.}}
 // RUN: cd %S && cf-opt split_input_file.mlir --split-input-file --verify-diagnostics | filecheck %s --check-prefix=DIAG
 // DIAG: cftensor.reduce %{{.*}} kind "sum"
 // DIAG: // {{-----}}
-// DIAG-NEXT: {{^}}split_input_file.mlir:12:5: error: 'cftensor.reduce' op reduces by sum, min or max, not 'prod'{{$}}
+// DIAG-NEXT: {{^}}error: split_input_file.mlir:12:5: 'cftensor.reduce' op reduces by sum, min or max, not 'prod'{{$}}
 // DIAG-NEXT: // {{-----}}
-// DIAG-NEXT: {{^}}split_input_file.mlir:20:5: error: 'cftensor.reduce' op dimension 5 is out of range for rank 3{{$}}
+// DIAG-NEXT: {{^}}error: split_input_file.mlir:20:5: 'cftensor.reduce' op dimension 5 is out of range for rank 3{{$}}

@@ -1,4 +1,4 @@
-// Substitute with Real bounds instead of PolyExps: rejected by SubstituteOp.verify_, as one line file:line:col: error: ...
+// Substitute with Real bounds instead of PolyExps: rejected by SubstituteOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Affine" {
     %c = cftensor.input "c" : !cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>
@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt substitute_not_poly.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}substitute_not_poly.mlir:6:5: error: 'cftensor.substitute' op replaces summands by PolyExps and gives a PolyExp{{$}}
+// CHECK: {{^}}error: substitute_not_poly.mlir:6:5: 'cftensor.substitute' op replaces summands by PolyExps and gives a PolyExp{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// An unknown type letter in !cftensor.t: rejected by the type's parser, as one line file:line:col: error: ...
+// An unknown type letter in !cftensor.t: rejected by the type's parser, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<X, [batch, curr], [1, 1]>
@@ -9,5 +9,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt type_letter.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}type_letter.mlir:4:44: error: unknown type letter 'X', expected one of IRBNEPSC{{$}}
+// CHECK: {{^}}error: type_letter.mlir:4:44: unknown type letter 'X', expected one of IRBNEPSC{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A !cftensor.t element whose shape and broadcast factor differ in rank: rejected by the type's parser, as one line file:line:col: error: ...
+// A !cftensor.t element whose shape and broadcast factor differ in rank: rejected by the type's parser, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1]>
@@ -9,5 +9,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt type_rank.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}type_rank.mlir:4:64: error: shape and broadcast factor must have the same rank{{$}}
+// CHECK: {{^}}error: type_rank.mlir:4:64: shape and broadcast factor must have the same rank{{$}}
 // CHECK-NOT: {{.}}

@@ -1,4 +1,4 @@
-// A negation (not) whose result is typed R, not a truth value: rejected by the result-letter check of UnaryOp.verify_, as one line file:line:col: error: ...
+// A negation (not) whose result is typed R, not a truth value: rejected by the result-letter check of UnaryOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt unary_letter.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}unary_letter.mlir:5:5: error: 'cftensor.unary' op 'not' gives a truth value (type letter B), not R{{$}}
+// CHECK: {{^}}error: unary_letter.mlir:5:5: 'cftensor.unary' op 'not' gives a truth value (type letter B), not R{{$}}
 // CHECK-NOT: {{.}}

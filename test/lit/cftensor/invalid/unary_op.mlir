@@ -1,4 +1,4 @@
-// An unknown unary operation: rejected by UnaryOp.verify_, as one line file:line:col: error: ...
+// An unknown unary operation: rejected by UnaryOp.verify_, as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt unary_op.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}unary_op.mlir:5:5: error: 'cftensor.unary' op unknown unary operation 'sqrt'{{$}}
+// CHECK: {{^}}error: unary_op.mlir:5:5: 'cftensor.unary' op unknown unary operation 'sqrt'{{$}}
 // CHECK-NOT: {{.}}

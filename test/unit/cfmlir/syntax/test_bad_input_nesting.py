@@ -100,7 +100,7 @@ def test_one_level_deeper_is_a_located_error(form):
     with pytest.raises(CfError) as info:
         check(parse(source(form, d), "deep.cf"))
     msg = str(info.value)
-    assert msg.startswith("deep.cf:") and ": error: expression nested too deeply" in msg and "\n" not in msg
+    assert msg.startswith("error: deep.cf:") and ": expression nested too deeply" in msg and "\n" not in msg
     limit = MAX_EXPANDED_NESTING if form == "chain" else MAX_NESTING
     assert f"more than {limit} levels" in msg
 
@@ -111,7 +111,7 @@ def test_the_parser_refuses_before_python_runs_out_of_stack():
     for d in (3000, 100_000):
         with pytest.raises(CfError) as info:
             parse(f"func f(Float x) = {'(' * d}x{')' * d};", "p.cf")
-        assert str(info.value).startswith(f"p.cf:1:{len('func f(Float x) = ') + MAX_NESTING + 1}: error: expression nested too deeply")
+        assert str(info.value).startswith(f"error: p.cf:1:{len('func f(Float x) = ') + MAX_NESTING + 1}: expression nested too deeply")
 
 
 @pytest.mark.parametrize("tool", ["cf-run", "cf-opt"])
@@ -128,7 +128,7 @@ def test_3000_parentheses_through_the_tools(tmp_path, tool):
                        env={**os.environ, "CF_RUN_TRACEBACK": "", "CF_OPT_TRACEBACK": ""})
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 1 and len(lines) == 1, p.stderr
-    assert f"{spec}:" in lines[0] and "error: expression nested too deeply" in lines[0], lines
+    assert lines[0].startswith(f"error: {spec}:") and ": expression nested too deeply" in lines[0], lines
     assert p.stdout == ""
 
 
@@ -138,5 +138,5 @@ def test_a_second_flow_is_a_located_error():
     last = len(text.rstrip("\n").splitlines())
     with pytest.raises(CfError) as info:
         check(parse(text, "two.cf"))
-    assert str(info.value) == (f"two.cf:{last}:1: error: a second 'flow' declaration (the first is at line {first}, "
+    assert str(info.value) == (f"error: two.cf:{last}:1: a second 'flow' declaration (the first is at line {first}, "
                                "column 1); a certifier has one flow")

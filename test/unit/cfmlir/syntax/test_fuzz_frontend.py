@@ -27,7 +27,7 @@ SOURCES = {name: certifier_source(name)[0] for name in certifier_names()}
 TOKENS = {name: [t.text for t in tokenize(text, name) if t.kind is not TokenKind.EOF] for name, text in SOURCES.items()}
 # Tokens worth inserting: every distinct token of every certifier, plus a few troublemakers.
 VOCABULARY = sorted({t for toks in TOKENS.values() for t in toks} | {"@", "#", "$", "\"", "'", "1e", "0x1", "List", "In", "fi", "then"})
-DIAGNOSTIC = re.compile(r"^[^\n]+:\d+:\d+: error: [^\n]+$")
+DIAGNOSTIC = re.compile(r"^error: [^\n]+:\d+:\d+: [^\n]+$")
 
 
 @st.composite

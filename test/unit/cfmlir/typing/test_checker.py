@@ -92,7 +92,7 @@ def test_errors_are_one_line_with_location(src, line, col, message):
         check_source(SHAPE + src, "bad.cf")
     text = str(info.value)
     assert "\n" not in text
-    assert text.startswith(f"bad.cf:{line}:{col}: error: "), text
+    assert text.startswith(f"error: bad.cf:{line}:{col}: "), text
     assert message in text
 
 

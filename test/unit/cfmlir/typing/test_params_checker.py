@@ -63,5 +63,5 @@ def test_errors_are_one_line_with_location(src, where, message):
         check_source(SHAPE + src, "p.cf")
     line, col = where
     text = str(exc.value)
-    assert text.startswith(f"p.cf:{line + 1}:{col}: error: "), text
+    assert text.startswith(f"error: p.cf:{line + 1}:{col}: "), text
     assert message in text and "\n" not in text
