@@ -342,13 +342,15 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False, "widened": WIDEN,
                "repeat": args.repeat, "torch": torch.__version__,
-               "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults", "runs": []}
+               "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults",
+               "load_average_at_start": list(os.getloadavg()), "cpu_count": os.cpu_count(), "runs": []}
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32 "
           f"{'widened' if WIDEN else 'raw (--widen off)'}, warm, min of {args.repeat}")
     print(HEADER)
     for row in rows:
         results["runs"] += run_row(row, [c for c in certifiers if c in row.certifiers], device, args.repeat, args.n,
                                    args.dense_reference_max)
+        results["load_average_at_end"] = list(os.getloadavg())  # the machine may be shared: ratios are what compares
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, allow_nan=False) + "\n")
     print(f"\nwrote {out}")

@@ -316,6 +316,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         overrides = {k: ov.cast(dtype, rep.device) for k, ov in overrides.items()}
         names = [n for n, _, _ in members]
         bound_pos = (names.index(lo_name), names.index(hi_name))
+    given = set()  # (layer, member) replaced by the caller's bounds: theirs, not checked (inf = not wanted)
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
@@ -341,6 +342,8 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
                     store.replace(k, name, carry_values({name: value}, {name: store.get(k, name)})[name] if grad else value)
             if ov is not None:
                 mats[lo_name], mats[hi_name] = ov.apply(mats[lo_name], mats[hi_name])
+                given.update((layer.index, name) for name, side in ((lo_name, "lower"), (hi_name, "upper"))
+                             if ov.replaces(side))
             for name, _, _ in members:
                 store.put(layer.index, name, mats[name])
         except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source
@@ -361,7 +364,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
     if bias_errors is not None:  # the input layer's reported bounds: the box, not its centred version
         store.put(0, lo_name, box[0])
         store.put(0, hi_name, box[1])
-    ok = finite.finite_flag(store, finite.float_members(members), b)
+    ok = finite.finite_flag(store, finite.float_members(members), b, given)
     return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store, ok)
 
 

@@ -43,12 +43,16 @@ def float_members(members) -> list[str]:
     return [name for name, letter, _ in members if letter == FLOAT_LETTER]
 
 
-def finite_flag(store, names: list[str], batch: int) -> torch.Tensor:
+def finite_flag(store, names: list[str], batch: int, given=frozenset()) -> torch.Tensor:
     """0-d tensor, 0 when every stored value of the Float members ``names``, in every layer, is finite,
-    else NaN (a concatenation, a product and a sum; no host sync): :func:`is_finite` reads it."""
+    else NaN (a concatenation, a product and a sum; no host sync): :func:`is_finite` reads it.
+    ``given``: ``(layer, member)`` pairs whose values the caller supplied (a replacing bound override,
+    :mod:`cfruntime.flow.overrides`; ``inf`` there means "not wanted"), not checked."""
     parts = []
     for name in names:
-        for value in store.values[name].values():
+        for k, value in store.values[name].items():
+            if (k, name) in given:
+                continue
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 parts.append(value if value.dim() == 2 and value.shape[0] == batch else value.reshape(1, -1))
     if not parts:

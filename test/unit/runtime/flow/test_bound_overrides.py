@@ -63,7 +63,8 @@ def test_own_bounds_replaced_reproduce_the_result(shipped, case, name):
 
 def test_replaced_bounds_skip_the_back_substitution(shipped, case, monkeypatch):
     """DeepPoly with the hidden affine layers' bounds given: only the last layer back-substitutes (2
-    traverses, lower and upper, instead of 2 per affine layer), with no host sync."""
+    traverses, lower and upper, instead of 2 per affine layer), with no host sync beyond the finite
+    check's one (cfruntime.flow.finite); a given-up side (+inf, replaced) is the caller's, not an error."""
     from cfruntime.flow.context import LayerContext
 
     net, lb, ub = case
@@ -95,6 +96,9 @@ def test_replaced_bounds_skip_the_back_substitution(shipped, case, monkeypatch):
     lower_only = run_certifier(cert, net, lb, ub, bound_overrides=given)
     assert traverses == [last] and torch.equal(lower_only.lower, ref.lower)
     assert bool((lower_only.upper == huge).all())
+    # a side an override gives is the caller's value: +inf there is not a non-finite bound of the run
+    given[last] = BoundOverride(upper=torch.full((5, 3), float("inf"), dtype=torch.float64), replace="upper")
+    assert bool(torch.isinf(run_certifier(cert, net, lb, ub, bound_overrides=given).upper).all())
 
 
 @pytest.mark.parametrize("name", POLYHEDRAL + ["deepz", "ibp"])

@@ -130,3 +130,30 @@ def test_one_sync_and_three_operations_per_certification(depth, monkeypatch):
     assert without.syncs == 0 and with_check.syncs == 1
     assert with_check.ops - without.ops == 4  # cat, mul, sum and the sync's _local_scalar_dense
     assert with_check.by_name["_local_scalar_dense"] == 1
+
+
+# -- the float32 widening never turns finite bounds into infinite ones silently (issue 24 point 4 on the
+# widened path): raw float32 bounds finite but within the widening's error terms of float32's largest
+# value stop the widened run with the overflow named
+
+TOP = float(np.finfo(np.float32).max)
+
+
+def near_overflow():
+    """Gemm(3 -> 4) whose rows sum to float32's largest value less 2^-20 of it, ReLU, a small Gemm(4 -> 2)."""
+    net = net_with(np.full((4, 3), np.float32(TOP / 3 * (1 - 2**-20)), np.float32))
+    net.layers[3].weight.mul_(1e-3)
+    return net
+
+
+@pytest.mark.parametrize("certifier", ["ibp", "crown_ibp", "deeppoly"])
+def test_widening_past_float32_max_is_an_error_not_a_bound(certifier):
+    cert, net = compiled(certifier), near_overflow()
+    lb, ub = torch.full((2, 3), 0.5, dtype=torch.float64), torch.full((2, 3), 1.0, dtype=torch.float64)
+    raw = run_certifier(cert, net, lb, ub, dtype=torch.float32, widen=False, check_finite=False)
+    assert is_finite(raw.finite)  # every layer's raw float32 bounds are finite ...
+    widened = run_certifier(cert, net, lb, ub, dtype=torch.float32, widen=True, check_finite=False)
+    assert not is_finite(widened.finite)  # ... the widened ones are not (the outward terms overflow) ...
+    with pytest.raises(NonFiniteBoundsError) as e:  # ... and the default run says so instead of answering
+        run_certifier(cert, net, lb, ub, dtype=torch.float32)
+    assert "layer 1 (affine, ONNX node 'fc1')" in str(e.value) and "float32 overflow" in str(e.value)
