@@ -3,7 +3,7 @@ acceptance 2): on one instance of each -- lsnc (sin, cos, products), ml4acopf_20
 traffic_signs_recognition_2023 (sign), vit_2023 (attention: products, exp, reciprocal) -- the bounds of
 every layer and of the property's output rows contain every concrete value the soundness checker finds
 (uniform samples, box vertices, PGD on the most threatened neurons).  Skips cleanly when the benchmark
-checkout (``/work/vnncomp2024`` or ``$VNNCOMP2024``) is absent."""
+checkout (``../vnncomp2024`` beside the repository, or ``$VNNCOMP2024``) is absent."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from cfruntime.network import load_onnx
 from cfruntime.properties.vnnlib import parse_vnnlib
 from cfruntime.soundness import check_bounds
 
-ROOT = Path(os.environ.get("VNNCOMP2024", "/work/vnncomp2024")) / "benchmarks"
+ROOT = Path(os.environ.get("VNNCOMP2024", Path(__file__).resolve().parents[4].parent / "vnncomp2024")) / "benchmarks"
 #: benchmark -> (network, the layer kinds it must make)
 NETS = {
     "lsnc": ("onnx/quadrotor2d_state.onnx", {"sin", "cos", "mul"}),
