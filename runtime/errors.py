@@ -36,7 +36,7 @@ def diagnostic_line(what: str, file: str | Path | None = None, line: int | None 
         if line is not None and line > 0:
             loc += f":{line}" + (f":{col}" if col is not None and col > 0 else "")
         loc += ": "
-    elif line is not None:
+    elif line is not None and line > 0:
         loc = f"<input>:{line}: "
     return f"error: {loc}{' '.join(str(what).split())}"
 
