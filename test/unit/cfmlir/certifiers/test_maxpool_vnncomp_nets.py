@@ -153,6 +153,6 @@ def test_maxpool_rules_make_no_host_syncs(name, shipped):
         net = network(net_name)
         lb, ub = _boxes(net)
         run_certifier(shipped.compiled(name, True), net, lb, ub)  # the windows are laid out on the first run
-        with OpCounter() as c:
-            run_certifier(shipped.compiled(name, True), net, lb, ub)
+        with OpCounter() as c:  # without the run's one finite-bounds check (its host sync: runtime/flow/finite.py)
+            run_certifier(shipped.compiled(name, True), net, lb, ub, check_finite=False)
         assert c.syncs == 0, (net_name, c.syncs)
