@@ -17,5 +17,5 @@ def test_op_has_docstring_with_ir_example(op):
 
 def test_dialect_contents():
     assert cf.CF.name == "cf"
-    assert len(list(cf.CF.operations)) == len(cf.CF_OPS) == 50  # 47 + cf.log (issue 16) + cf.parameter, cf.param (issue 25)
+    assert len(list(cf.CF.operations)) == len(cf.CF_OPS) == 53  # 47 + cf.log (issue 16) + cf.parameter, cf.param (issue 25) + cf.sin, cf.cos, cf.floor (issue 27)
     assert len(list(cf.CF.attributes)) == 11
