@@ -149,10 +149,12 @@ def run(args) -> int:
         require_ray()
     check_preprocessing_flags(args)
     check = parse_check(args)
-    if args.net is not None and args.instances is None:  # a bad network is one line before anything compiles
+    if args.net is not None and args.instances is None and args.timeout is None:
+        # a bad network is one line before anything compiles (with --timeout the worker process loads and
+        # checks it: this process imports neither torch nor numpy, whose import takes seconds of the limit)
         from cfruntime.network.onnx_loader import check_file
 
-        check_file(args.net, keep=args.timeout is None)  # with a timeout a child process loads it
+        check_file(args.net)
     if args.instances is not None:
         from cfmlir.tools.instances import run_instances
 

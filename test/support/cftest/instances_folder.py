@@ -70,12 +70,12 @@ def make_instances_folder(d: Path) -> dict:
     _bw, _bb, big = relu_net([100, 500, 500, 500, 500, 10], seed=2)
     onnx.save(big, str(d / "onnx" / "big.onnx"))
     (d / "vnnlib" / "big.vnnlib").write_text(vnnlib_text(-np.ones(100), np.ones(100), 10, ["(assert (>= Y_0 1000.0))"]))
-    # an operator the loader does not support
+    # an operator the loader does not support (Erf; the file keeps its old name)
     from onnx import helper
 
     from cfruntime.network.builders import make_model
 
-    onnx.save(make_model([helper.make_node("Sign", ["input"], ["output"], name="sign")], {}, (4,)),
+    onnx.save(make_model([helper.make_node("Erf", ["input"], ["output"], name="erf")], {}, (4,)),
               str(d / "onnx" / "sign.onnx"))
     (d / "instances.csv").write_text(
         "onnx/small.onnx,vnnlib/unsat.vnnlib,60\n"

@@ -93,3 +93,17 @@ def test_instances_each_within_its_limit(bench, mid, tmp_path):
     for (onnx_path, _vnnlib, verdict, seconds), limit in zip(got, limits):
         assert float(seconds) <= limit + SLACK_S, (onnx_path, verdict, seconds, limit)
     assert got[-1][2] == "timeout" and got[3][2] == "timeout"
+
+
+def test_the_timeout_parent_imports_no_torch(bench, tmp_path):
+    """The process that enforces ``--timeout`` leaves torch, numpy and the ONNX loader to its worker (their
+    import takes seconds of the limit on a loaded machine): checked on a whole run, a bad network included."""
+    d = bench["dir"]
+    code = ("import sys; from cfmlir.tools.cf_run import main; "
+            "rc = main(sys.argv[1:]); print('PARENT', rc, sorted(m for m in ('torch', 'numpy', 'onnx') if m in sys.modules))")
+    for net in ("small.onnx", "sign.onnx"):  # sign.onnx holds an unsupported op (an error line from the worker)
+        p = subprocess.run([sys.executable, "-c", code, "--certifier", "deeppoly", "--net", str(d / "onnx" / net),
+                            "--vnnlib", str(d / "vnnlib" / "unsat.vnnlib"), "--results", str(tmp_path / "r.txt"),
+                            "--timeout", "30"], capture_output=True, text=True, cwd=REPO, timeout=300)
+        line = [x for x in p.stdout.splitlines() if x.startswith("PARENT")]
+        assert line and line[0].endswith("[]"), (net, p.stdout, p.stderr)
