@@ -32,9 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from cfmlir import api_args
-
-#: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
-WIDEN = {"auto": None, "on": True, "off": False}
+from cfmlir.engine_io import WIDEN, store_layer_bounds  # noqa: F401 - re-exported: engines' public names
+from cfmlir.engine_io import as_boxes as _boxes
 
 
 def margin_network(network, C, device="cpu"):
@@ -43,35 +42,6 @@ def margin_network(network, C, device="cpu"):
     from cfruntime.flow.engine import out_of_memory_at
 
     return out_of_memory_at(lambda: network.with_margin_layer(C), network.layers[-1].index, "margins", len(C), device)
-
-
-def store_layer_bounds(cert, network, res, lower, upper) -> dict:
-    """``{layer: (lower [B, n], upper [B, n])}`` from a compiled engine result's store (the input layer,
-    the box itself by construction, left out; the last layer is ``(lower, upper)``)."""
-    import torch
-
-    from cfruntime import contract
-    from cfruntime import tensor as gb
-
-    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
-    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
-    b = lower.shape[0]
-    out = {}
-    for layer in network.layers[1:-1]:
-        out[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, name)).to("cpu", torch.float64).expand(b, -1)
-                                 for name in (lo_name, hi_name))
-    out[network.layers[-1].index] = (lower, upper)
-    return out
-
-
-def _boxes(network, lb, ub):
-    import torch
-
-    import numpy as np
-
-    lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, network.input_size)
-    ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, network.input_size)
-    return lb, ub
 
 
 class CompiledEngine:

@@ -189,7 +189,7 @@ class OptimizingEngine:
                  widen=None, verified=None):
         import torch
 
-        from cfmlir.engines import WIDEN
+        from cfmlir.engine_io import WIDEN
 
         self.certifier = compiled
         self.options = options
@@ -203,9 +203,9 @@ class OptimizingEngine:
     def bounds(self, network, lb, ub, with_layers: bool = False):
         import torch
 
-        from cfmlir.engines import _boxes, store_layer_bounds
+        from cfmlir.engine_io import as_boxes, store_layer_bounds
 
-        lb, ub = _boxes(network, lb, ub)
+        lb, ub = as_boxes(network, lb, ub)
         rep = OptimizeReport()
         lower, upper, final = optimize_bounds(self.certifier, network, lb, ub, self.options, dtype=self.dtype,
                                               device=self.device, sparse=self.sparse, widen=self.widen,

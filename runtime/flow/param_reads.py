@@ -75,9 +75,7 @@ def _piece(ctx, spec: dict, name: str, k: int, mode: str):
 
 def _domain(ctx, fn, layer) -> tuple:
     """``(lo, hi, init)`` ``[B, n_k]`` of ``layer`` by its compiled domain function, in its own context."""
-    from cfruntime.flow.context import LayerContext  # noqa: PLC0415 - the context imports this module
-
-    sub = LayerContext(ctx.network, layer, ctx.store, ctx.batch, ctx.sym_next, ctx.sym_total)
+    sub = type(ctx)(ctx.network, layer, ctx.store, ctx.batch, ctx.sym_next, ctx.sym_total)  # the layer's own context
     b, n = ctx.batch, layer.size
     out = []
     for v in fn(rt, sub):

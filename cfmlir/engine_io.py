@@ -1,0 +1,38 @@
+"""What the engines (:mod:`cfmlir.engines`) and the optimisation driver (:mod:`cfmlir.optimize`) both
+take and give: cf-run's ``--widen`` words, input boxes as tensors, and every layer's bounds read from a
+compiled run's store.  Its own module so that the two import it and not each other."""
+
+from __future__ import annotations
+
+#: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
+WIDEN = {"auto": None, "on": True, "off": False}
+
+
+def store_layer_bounds(cert, network, res, lower, upper) -> dict:
+    """``{layer: (lower [B, n], upper [B, n])}`` from a compiled engine result's store (the input layer,
+    the box itself by construction, left out; the last layer is ``(lower, upper)``)."""
+    import torch
+
+    from cfruntime import contract
+    from cfruntime import tensor as gb
+
+    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
+    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
+    b = lower.shape[0]
+    out = {}
+    for layer in network.layers[1:-1]:
+        out[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, name)).to("cpu", torch.float64).expand(b, -1)
+                                 for name in (lo_name, hi_name))
+    out[network.layers[-1].index] = (lower, upper)
+    return out
+
+
+def as_boxes(network, lb, ub):
+    """``(lb, ub)`` as float64 tensors ``[B, input_size]`` (from anything numpy reads)."""
+    import torch
+
+    import numpy as np
+
+    lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, network.input_size)
+    ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, network.input_size)
+    return lb, ub
