@@ -13,6 +13,7 @@ process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a 
 keeps the competition's timeouts but cuts each to at most ``S`` seconds, and ``--first N`` runs only the
 first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
+``--optimize N`` is passed on (N steps of the certifier's parameters, e.g. ``--certifier alpha_deeppoly``);
 ``--split auto|on|off`` is passed on (input splitting, :mod:`cfmlir.input_splitting`); the ``split``
 column counts the instances that splitting decided.
 
@@ -147,15 +148,22 @@ def subset_csv(csv_path: Path, tmp: Path, cap: float | None, first: int | None) 
     return path
 
 
+def cf_run_command(csv_path: Path, out_json: Path, args) -> list[str]:
+    """The ``cf-run --instances`` command line for one benchmark's (subset) CSV, with the flags passed on."""
+    cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(csv_path), "--json", str(out_json),
+                    "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--quiet"]
+    if args.timeout is not None:
+        cmd += ["--timeout", str(args.timeout)]
+    if args.optimize:
+        cmd += ["--optimize", str(args.optimize)]
+    return cmd
+
+
 def run_benchmark(folder: Path, args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "out.json"
         csv_path = subset_csv(instances_csv(folder), Path(tmp), args.cap, args.first)
-        cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(csv_path), "--json", str(out_json),
-                        "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--quiet"]
-        if args.timeout is not None:
-            cmd += ["--timeout", str(args.timeout)]
-        p = subprocess.run(cmd, capture_output=True, text=True)
+        p = subprocess.run(cf_run_command(csv_path, out_json, args), capture_output=True, text=True)
         if not out_json.is_file():  # the run could not start (malformed CSV, bad flags): one line says why
             msg = (p.stderr.strip().splitlines() or ["?"])[-1]
             return {"benchmark": folder.name, "failed": msg}
@@ -239,11 +247,15 @@ def main() -> int:
     ap.add_argument("--reference", default=None, metavar="DIR", help="other verifiers' results CSVs to compare with")
     ap.add_argument("--out", default="bench/results/vnncomp.json")
     ap.add_argument("--coverage", action="store_true", help="load the networks only: the benchmark x certifier table")
+    ap.add_argument("--optimize", type=int, default=0, metavar="N",
+                    help="passed on to cf-run: N optimisation steps of a certifier's parameters (alpha_deeppoly)")
     args = ap.parse_args()
     if args.cap is not None and not args.cap > 0:
         ap.error(f"--cap must be a positive number of seconds, not {args.cap:g}")
     if args.first is not None and args.first < 1:
         ap.error(f"--first must be at least 1, not {args.first}")
+    if args.optimize < 0:
+        ap.error(f"--optimize must be at least 0, not {args.optimize}")
     if args.coverage:
         print(coverage_head(), flush=True)
         rows = []
@@ -273,7 +285,7 @@ def main() -> int:
               f"{f'{top[1]}x {top[0]}' if top else ''}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
-                                          "timeout_override_s": args.timeout, "cap_s": args.cap, "first": args.first, "split": args.split,
+                                          "timeout_override_s": args.timeout, "cap_s": args.cap, "optimize": args.optimize, "first": args.first, "split": args.split,
                                           "reference": args.reference, "benchmarks": results}, indent=1, allow_nan=False) + "\n")
     return 0
 

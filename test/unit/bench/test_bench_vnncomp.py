@@ -5,6 +5,7 @@ results are read in 2021's layout (``*.csv``) and in 2024's (``TOOL/YEAR_BENCHMA
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -112,3 +113,36 @@ def test_cap_and_first_make_a_subset_with_the_competitions_limits_cut(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(folder), "--cap", "0"],
                        capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 2 and "--cap must be a positive number" in p.stderr
+
+
+def test_optimize_is_passed_on_to_cf_run(tmp_path):
+    """``--optimize N`` reaches cf-run (a parametric certifier optimised per instance: issue 25's 2021 counts);
+    a negative count is refused in one line."""
+    mlp = tmp_path / "benchmarks" / "mlp"
+    mlp.mkdir(parents=True)
+    ws, bs = random_mlp_weights([4, 8, 2], seed=7)
+    onnx.save(mlp_model(ws, bs, activations="relu", input_shape=(4,)), mlp / "net.onnx")
+    (mlp / "never.vnnlib").write_text(vnnlib(4, 2, ["(assert (>= Y_0 1000000.0))"]))
+    (mlp / "instances.csv").write_text("net.onnx,never.vnnlib,60\n")
+    out = tmp_path / "vnncomp.json"
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(mlp), "--out", str(out),
+                        "--certifier", "alpha_deeppoly", "--optimize", "3"], capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(out.read_text())
+    assert d["optimize"] == 3 and d["certifier"] == "alpha_deeppoly"
+    row = d["benchmarks"][0]
+    assert (row["instances"], row["unsat"]) == (1, 1)
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import vnncomp as bench_vnncomp
+    finally:
+        sys.path.pop(0)
+    args = argparse.Namespace(certifier="alpha_deeppoly", device="cpu", dtype="float64", split="auto", timeout=None,
+                              optimize=3)
+    cmd = bench_vnncomp.cf_run_command(mlp / "instances.csv", out, args)
+    assert cmd[cmd.index("--optimize") + 1] == "3" and cmd[cmd.index("--certifier") + 1] == "alpha_deeppoly"
+    assert "--optimize" not in bench_vnncomp.cf_run_command(mlp / "instances.csv", out,
+                                                            argparse.Namespace(**{**vars(args), "optimize": 0}))
+    p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(mlp), "--optimize", "-1"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 2 and "--optimize must be at least 0" in p.stderr
