@@ -319,9 +319,10 @@ class Prover:
         return True
 
     def continuous(self, T, atoms, v: str | None = None) -> bool:
-        """Every ``inv`` argument of ``T`` is nonzero and every ``log`` argument positive on ``atoms``
-        (only those that depend on ``v``, when given: ``T`` is then continuous along ``v``)."""
-        risky = []
+        """Every ``inv`` argument of ``T`` is nonzero, every ``log`` argument positive and every ``floor``
+        argument inside one integer step on ``atoms`` (only those that depend on ``v``, when given: ``T``
+        is then continuous along ``v``)."""
+        risky, steps = [], []
         seen = set()
         stack = list(T.atoms)
         while stack:
@@ -331,12 +332,19 @@ class Prover:
             seen.add(a.id)
             if a.f in ("inv", "log") and (v is None or v in a.arg.vars):
                 risky.append((a.arg, a.f == "log"))
+            if a.f == "floor" and (v is None or v in a.arg.vars):
+                steps.append(a.arg)
             stack.extend(a.arg.atoms)
-        if not risky:
+        if not risky and not steps:
             return True
         box = self.box(atoms)
         if box is None:
             return True
+        for t in steps:  # an integer part is continuous only where it is constant (one step)
+            (iv,) = tape_of([t]).enclose(box)
+            if not (math.isfinite(iv[0]) and math.isfinite(iv[1]) and math.floor(iv[0]) == math.floor(iv[1])
+                    and iv[1] != math.floor(iv[1])):
+                return False
         for t, positive in risky:
             (iv,) = tape_of([t]).enclose(box)
             if iv[0] > 0 or (not positive and iv[1] < 0):

@@ -5,7 +5,8 @@ The run-time proof gate relies on this test: a shipped certifier's run needs no 
 The time limit per rule is generous (a loaded test machine); ``bench/verify_times.py`` measures the
 times (docs/proving.md).
 
-NOT YET: the Sin and Cos rules (issue 27) are outside the prover's fragment (no trigonometry);
+NOT YET: the Sin and Cos rules (issue 27) are encoded (sin/cos in the delta procedure) but not proved:
+their image claims with no extremum in ``[l, u]`` need an argument across all periods (docs/proving.md);
 ``test_shipped_sin_cos_rules_proved`` is a strict xfail until they are proved, so the gap stays
 visible and the test turns red (XPASS) the day it closes."""
 
@@ -20,7 +21,7 @@ from cfmlir.syntax.parser import parse
 from cfmlir.verify import VERIFIED, verify_source
 
 RULE_TIMEOUT_S = 120.0
-#: rules the prover cannot encode yet (see the module docstring)
+#: rules the prover cannot prove yet (see the module docstring)
 TRIG = {"Sin", "Cos"}
 
 
@@ -37,7 +38,7 @@ def test_shipped_certifier_proved(name):
     assert [r.line() for r in results if r.status != VERIFIED] == []
 
 
-@pytest.mark.xfail(strict=True, reason="sin/cos are not in cf-verify's fragment yet (docs/proving.md)")
+@pytest.mark.xfail(strict=True, reason="sin/cos rules are unknown: no argument across periods yet (docs/proving.md)")
 @pytest.mark.parametrize("name", ["ibp", "deeppoly"])
 def test_shipped_sin_cos_rules_proved(name):
     text, file = certifier_source(name)
