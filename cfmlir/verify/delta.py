@@ -169,6 +169,8 @@ def _refuted(prover: Prover, atoms) -> bool:
     """Is this case unsatisfiable (proved)?"""
     if prover.z3_unsat(tuple(atoms), full=True):
         return True
+    if prover.extrema_unsat(tuple(atoms)):
+        return True
     for comp in _components(atoms):
         targets = [a for a in reversed(comp) if a.p.fns]  # the negated goal's atoms come last
         for a in targets:

@@ -41,6 +41,7 @@ import time
 from cfmlir.verify import abstraction
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
+from cfmlir.verify import trig_extrema
 from cfmlir.verify.boxes import Outcome, Region, sample, search
 from cfmlir.verify.calculus import NotDifferentiable, affine_in, derivative
 from cfmlir.verify.tape import tape_of
@@ -92,14 +93,24 @@ class Prover:
     def z3_unsat(self, atoms, full: bool = False) -> bool:
         """z3 on the abstraction (:mod:`cfmlir.verify.abstraction`): the cheap facts inside the
         recursion, all of them (``full``) for a whole case."""
-        key = (_key(atoms), full)
+        return self._cached((_key(atoms), full), lambda left: self.abstraction.unsat(
+            list(atoms), timeout=min(self.z3_timeout, left), full=full))
+
+    def extrema_unsat(self, atoms) -> bool:
+        """The ``sin``/``cos`` extremum lemma in linear z3
+        (:mod:`cfmlir.verify.trig_extrema`), for a whole case."""
+        return self._cached((_key(atoms), "extrema"), lambda left: trig_extrema.unsat(
+            list(atoms), timeout=min(1.0, left), abstraction=self.abstraction))
+
+    def _cached(self, key, query) -> bool:
+        """``query(seconds left)``, once per ``key``; :class:`Timeout` past the deadline."""
         hit = self._z3.get(key)
         if hit is not None:
             return hit
         left = self.deadline - time.perf_counter()
         if left <= 0:
             raise Timeout()
-        r = self._z3[key] = self.abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left), full=full)
+        r = self._z3[key] = query(left)
         return r
 
     # -- the prover -----------------------------------------------------------------------------
