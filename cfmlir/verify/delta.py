@@ -114,7 +114,7 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
         for atoms, _weak in cases(kept, _feasible):
             n += 1
             prover.check_time()
-            if prover.z3_unsat(tuple(atoms), full=True):
+            if prover.extrema_unsat(tuple(atoms)) or prover.z3_unsat(tuple(atoms), full=True):
                 continue
             point = witness(prover, atoms)
             if point is not None:  # a clear float64 point of the case: replay it first

@@ -23,7 +23,7 @@ gives ``sin m = +-1``; ``sin m = 1`` is the global maximum, and a local minimum 
 :mod:`cfmlir.verify.interval`: with ``s = 2k + 1/2`` (etc.), ``m = s pi`` lies in
 ``[s PI_LO, s PI_HI]`` for ``s >= 0`` and ``[s PI_HI, s PI_LO]`` for ``s < 0`` (linear in ``k``).
 
-The query holds only the case's atoms (applications as reals), the range of ``sin``/``cos``,
+The query holds only the case's linear atoms (applications as reals), the range of ``sin``/``cos``,
 ``floor``'s inequalities ``t - 1 < floor t <= t`` and these lemmas, each with its own witness ``k``.
 ``k`` is a z3 *real*, not an ``Int`` (mixed-integer branch and bound over ~1e5 periods did not end in
 20 s), constrained by facts that hold for the integer witness: the lemma's ``a < m < b`` and, for each
@@ -47,6 +47,7 @@ from fractions import Fraction
 
 import z3
 
+from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
 from cfmlir.verify.abstraction import Abstraction, _applications
 
@@ -68,7 +69,8 @@ def extremum_between(k, offset: Fraction, a, b):
 def lemmas(apps, var, arg, fresh) -> list:
     """The lemma of the module docstring for every ordered triple of applications of one function
     (``var``/``arg``: an application's real and its argument's z3 term; ``fresh()``: a new real
-    standing for the lemma's integer ``k``), each with ``floor``'s maximality for that ``k``."""
+    standing for the lemma's integer ``k``), each with ``floor``'s maximality for that ``k``; and
+    ``f(a) = f(b)`` where ``a = b`` for every two applications (a case with ``l = u``)."""
     floors = [(var(a), arg(a)) for a in apps if a.f == "floor"]
 
     def witness(offset, a, b):
@@ -79,6 +81,10 @@ def lemmas(apps, var, arg, fresh) -> list:
     out = []
     for f, (lo_off, hi_off) in EXTREMA.items():
         fs = [a for a in apps if a.f == f]
+        for a in fs:
+            for b in fs:
+                if a.id != b.id:
+                    out.append(z3.Implies(arg(a) == arg(b), var(a) == var(b)))
         for a in fs:
             for t in fs:
                 for b in fs:
@@ -104,11 +110,31 @@ def _range_facts(apps, var, arg) -> list:
     return out
 
 
+def linear(p) -> bool:
+    """Is the polynomial ``p`` linear in variables and ``sin``/``cos``/``floor`` applications of linear
+    arguments (so linear for z3 once the applications are reals)?"""
+    for mono, _c in p.terms:
+        if len(mono) > 1 or any(k != 1 for _a, k in mono):
+            return False
+        for a, _k in mono:
+            if isinstance(a, E.Fn) and (a.f not in _LINEAR_FNS or not linear(a.arg)):
+                return False
+            if isinstance(a, E.Ite):
+                return False
+    return True
+
+
+_LINEAR_FNS = ("sin", "cos", "floor")
+
+
 def unsat(atoms, timeout: float = 0.5, abstraction: Abstraction | None = None) -> bool:
-    """Are ``atoms`` unsatisfiable by the extremum lemma (module docstring)?  ``False`` when the case
-    has no three ``sin``/``cos`` applications of one function, or z3 does not answer ``unsat``."""
+    """Are the :func:`linear` ones of ``atoms`` unsatisfiable with the extremum lemma (module
+    docstring)?  ``False`` when they have no two ``sin``/``cos`` applications of one function, or z3
+    does not answer ``unsat``.  (Dropping the nonlinear atoms weakens the case: ``unsat`` is still a
+    proof, and the query stays linear.)"""
+    atoms = [a for a in atoms if isinstance(a, E.Cmp) and linear(a.p)]
     apps = _applications(atoms)
-    if not any(sum(a.f == f for a in apps) >= 3 for f in EXTREMA):
+    if not any(sum(a.f == f for a in apps) >= 2 for f in EXTREMA):
         return False
     ab = abstraction or Abstraction()
     fs = [ab.term(a) for a in atoms]

@@ -98,3 +98,18 @@ def test_the_prover_uses_the_lemma(monkeypatch):
     monkeypatch.setattr(trig_extrema, "unsat", lambda *a, **k: False)
     [r] = verify_source(text, file, K=2, M=2, timeout=2.0, ops={"Sin"})
     assert r.status != VERIFIED
+
+
+def test_degenerate_interval_and_linear_atoms_only():
+    """l = u forces sin x = sin l (the equality fact); a nonlinear atom is dropped (linear() false),
+    which only weakens the case: the rest is still refuted, and the query stays linear."""
+    from cfmlir.verify import expr as E
+
+    l, x, u = (E.var(n) for n in ("l", "x", "u"))
+    sin = lambda p: E.fn("sin", p)  # noqa: E731
+    box = [E.ge(x, l), E.ge(u, x), E.ge(l, u)]
+    assert trig_extrema.unsat(box + [E.gt(sin(l), sin(x)), E.gt(sin(u), E.const(-2))])
+    assert not trig_extrema.unsat([E.ge(x, l), E.ge(u, x), E.gt(sin(l), sin(x)), E.gt(sin(u), E.const(-2))])
+    product = E.gt(E.mul(l, u), E.const(5))
+    assert not trig_extrema.linear(product.p) and trig_extrema.linear(E.gt(sin(E.add(l, u)), x).p)
+    assert trig_extrema.unsat(box + [E.gt(sin(l), sin(x)), product])
