@@ -55,6 +55,14 @@ class Abstraction:
     def term(self, node):
         return to_z3(node, self._fn_atom, self._memo)
 
+    def real(self, a):
+        """The z3 real of the application atom ``a`` (once a term holding it was written)."""
+        return self._vars[a.id]
+
+    def argument(self, a):
+        """The z3 term of the application atom ``a``'s argument (likewise)."""
+        return self._z3arg[a.id]
+
     # -- facts ----------------------------------------------------------------------------------
     def _unary_facts(self, a) -> list:
         out = self._unary.get(a.id)
@@ -133,7 +141,7 @@ class Abstraction:
     def unsat(self, atoms, timeout: float = 0.5, full: bool = True) -> bool:
         """Are ``atoms`` (formulas) unsatisfiable for the real ``exp``/``log``?"""
         fs = [self.term(a) for a in atoms]
-        apps = _applications(atoms)
+        apps = applications(atoms)
         s = z3.SolverFor("QF_NRA")
         s.set("timeout", max(1, int(timeout * 1000)))
         s.add(*self.facts(apps, full))
@@ -141,8 +149,9 @@ class Abstraction:
         return s.check() == z3.unsat
 
 
-def _applications(nodes) -> list:
-    """The ``exp``/``log`` atoms of ``nodes`` (inner ones too), in id order."""
+def applications(nodes) -> list:
+    """The function applications (``exp``, ``log``, ``sin``, ``cos``, ``floor``) of ``nodes``, inner
+    ones too, in id order."""
     seen: dict[int, object] = {}
     stack = []
     for n in nodes:

@@ -49,7 +49,7 @@ import z3
 
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
-from cfmlir.verify.abstraction import Abstraction, _applications
+from cfmlir.verify.abstraction import Abstraction, applications
 
 #: the extrema of each function, ``m = (2k + offset) pi``: (offset of the minima, offset of the maxima)
 EXTREMA = {
@@ -133,7 +133,7 @@ def unsat(atoms, timeout: float = 0.5, abstraction: Abstraction | None = None) -
     does not answer ``unsat``.  (Dropping the nonlinear atoms weakens the case: ``unsat`` is still a
     proof, and the query stays linear.)"""
     atoms = [a for a in atoms if isinstance(a, E.Cmp) and linear(a.p)]
-    apps = _applications(atoms)
+    apps = applications(atoms)
     if not any(sum(a.f == f for a in apps) >= 2 for f in EXTREMA):
         return False
     ab = abstraction or Abstraction()
@@ -143,11 +143,9 @@ def unsat(atoms, timeout: float = 0.5, abstraction: Abstraction | None = None) -
     def fresh():
         return z3.Real(f"__k{next(counter)}")
 
-    var = lambda a: ab._vars[a.id]  # noqa: E731
-    arg = lambda a: ab._z3arg[a.id]  # noqa: E731
     s = z3.Solver()
     s.set("timeout", max(1, int(timeout * 1000)))
-    s.add(*_range_facts(apps, var, arg))
-    s.add(*lemmas(apps, var, arg, fresh))
+    s.add(*_range_facts(apps, ab.real, ab.argument))
+    s.add(*lemmas(apps, ab.real, ab.argument, fresh))
     s.add(*fs)
     return s.check() == z3.unsat
