@@ -3,7 +3,8 @@ zonotope; a polynomial: exact in the solver), Sign (exact), Exp (exp's facts of
 cfmlir.verify.nonlinear), Floor (z3's integer part, mixed integer-real arithmetic) and Reciprocal
 (its branch across 0 states infinite bounds, ``-1.0 / 0.0``: cfmlir.verify.infinity) are verified in
 every shipped certifier; Sin and Cos are encoded (cfmlir.verify.nonlinear, the delta procedure's interval
-sin/cos) but their sound rules are not yet proved (test_shipped_proved.py's xfail).  Unsound variants of
+sin/cos); IBP's sound Sin and Cos are proved (the extremum lemma, cfmlir.verify.trig_extrema), the
+chord band of the others not yet (test_shipped_proved.py's xfail).  Unsound variants of
 each, Sin and Cos included, are refuted with a replayed counterexample."""
 
 from __future__ import annotations
