@@ -9,7 +9,10 @@ without leaving a half-updated CUDA stream, allocator or graph behind: the drive
 process's context, and the next instance gets a fresh worker.  A deadline checked between layers
 would not stop a long layer, and an exception raised asynchronously (signal) in the middle of a
 CUDA graph capture leaves the stream in capture mode.  The worker dies with its parent
-(``PR_SET_PDEATHSIG`` on Linux) and ignores Ctrl-C (the parent stops it).
+(``PR_SET_PDEATHSIG`` on Linux), ignores Ctrl-C (the parent stops it) and leads its own process group,
+which the parent kills whole.  The kill is hard: a watchdog thread of the parent fires at the deadline
+whatever the parent's main thread is doing (e.g. reading an answer the worker is still writing), and the
+parent writes its ``timeout`` without waiting for the worker's exit (tests: test_hard_deadline.py).
 
 * ``cf-run --vnnlib P --timeout S`` (:func:`run_with_timeout`): the ``S`` seconds count from the start
   of the ``cf-run`` process (:func:`cfmlir.tools.deadline.process_start`, as the competition measures:
@@ -187,13 +190,32 @@ def _die_with_parent() -> None:
         pass
 
 
+def _own_group() -> None:
+    """Make the worker the leader of its own process group, so that the parent's kill at the deadline
+    (:meth:`Worker.hard_kill`) also reaches any process the worker started (a solver, a compiler): none of
+    them may keep running, or hold the output pipes open, past the limit."""
+    import os
+
+    try:
+        os.setpgid(0, 0)
+    except OSError:  # not allowed here (a session leader): the worker alone is killed
+        pass
+
+
+def _worker_entry(main, conn, args) -> None:
+    """The worker process's first function: it dies with its parent, leads its own process group, then runs
+    ``main(conn, args)`` (:func:`_worker_main`)."""
+    _die_with_parent()
+    _own_group()
+    main(conn, args)
+
+
 def _worker_main(conn, args) -> None:
     """The worker: compile the certifier, then answer ``("prove", net)`` (the proof gate for that network's
     rules, :mod:`cfmlir.proof_gate`) and ``("run", net, vnnlib, kill_at)`` requests until ``("stop",)``."""
     import os
     import signal
 
-    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
 
     def failed(e: BaseException) -> tuple:
@@ -251,30 +273,68 @@ def _prove_for(args, loaded, certifier: str, net: str, failed) -> tuple:
 class Worker:
     """A worker process (see the module docstring); :meth:`kill` abandons it at once."""
 
-    def __init__(self, args):
+    def __init__(self, args, target=None):
+        """``target(conn, args)``: the worker's main function (:func:`_worker_main`; a test gives one that never
+        answers)."""
         import multiprocessing as mp
 
         ctx = mp.get_context("spawn")  # never fork a process that may hold a CUDA context or torch threads
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker_main, args=(child, args), daemon=True, name="cf-run-worker")
+        self.proc = ctx.Process(target=_worker_entry, args=(target or _worker_main, child, args), daemon=True, name="cf-run-worker")
         self.proc.start()
         child.close()
         self.compile_s: float | None = None
+        #: set by :meth:`hard_kill` (the deadline's kill): a broken pipe after it is a timeout, not a crash
+        self.killed = False
 
     def _answer(self, until: float):
         """The worker's next message, or :class:`WorkerTimeout` at :func:`time.monotonic` time ``until``
-        (the worker is then killed); a worker that died answers ``("failed", <why>, ...)``."""
-        if not self.conn.poll(max(until - time.monotonic(), 0.0)):
-            self.kill()
-            raise WorkerTimeout()
+        (the worker is then killed); a worker that died answers ``("failed", <why>, ...)``.
+
+        The deadline is hard: a watchdog thread kills the worker's process group at ``until`` whatever this
+        thread is doing then (waiting for the answer, or reading one the worker is still writing -- a
+        worker descheduled half-way through a message would hold ``recv`` past the limit), and whatever
+        the worker is doing (a torch kernel, the attack, an LP, a compilation or a proof)."""
+        import threading
+
+        watchdog = threading.Timer(max(until - time.monotonic(), 0.0), self.hard_kill)
+        watchdog.daemon = True
+        watchdog.start()
         try:
-            return self.conn.recv()
-        except (EOFError, OSError):
-            self.proc.join(5)
-            code = self.proc.exitcode
-            how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
-            self.kill()
-            return ("failed", f"error: the analysis process died ({how}; out of memory?)", 1, "error")
+            if not self.conn.poll(max(until - time.monotonic(), 0.0)):
+                self.hard_kill()
+                raise WorkerTimeout()
+            try:
+                return self.conn.recv()
+            except (EOFError, OSError):
+                if self.killed or time.monotonic() >= until:  # the watchdog's kill, not a crash
+                    raise WorkerTimeout() from None
+                self.proc.join(5)
+                code = self.proc.exitcode
+                how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+                self.kill()
+                return ("failed", f"error: the analysis process died ({how}; out of memory?)", 1, "error")
+        finally:
+            watchdog.cancel()
+
+    def hard_kill(self) -> None:
+        """SIGKILL the worker and its process group (:func:`_own_group`) at once, without waiting for
+        their exit (the kernel reaps them; :meth:`kill` joins).  Safe from any thread, and more than once."""
+        import os
+        import signal
+
+        self.killed = True
+        pid = self.proc.pid
+        if pid is None:
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)  # the worker leads its group (its pid is not reaped yet)
+        except OSError:  # no such group yet (the worker has not called setpgid): the worker alone
+            pass
+        try:
+            self.proc.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def prepare(self, until: float) -> float:
         """Wait until the certifier is compiled (its seconds); :class:`cfmlir.tools.run_setup.ReportedError`
@@ -322,12 +382,14 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self.proc.is_alive()
+        """Can the worker take another request (not killed, not dead)?"""
+        return not self.killed and self.proc.is_alive()
 
-    def kill(self) -> None:
+    def kill(self, wait: float = 10.0) -> None:
+        """Kill the worker (and its group) and wait at most ``wait`` seconds for its exit."""
         if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(10)
+            self.hard_kill()
+        self.proc.join(wait)
         self.conn.close()
 
     def close(self) -> None:
@@ -366,7 +428,9 @@ def run_with_timeout(args, start: float) -> int:
         except WorkerTimeout:
             outcome = Outcome("timeout", time.monotonic() - start)
         finally:
-            worker.kill()  # its answer is in: no need to wait for its exit (torch's teardown takes seconds)
+            # its answer is in (or the limit has come): killed, not waited for (torch's teardown takes
+            # seconds; the kernel reaps it after this process's exit)
+            worker.kill(wait=0.0)
     if outcome.message is not None:
         raise run_setup.ReportedError(outcome.message, outcome.exit_status or 1, outcome.verdict)
     if outcome.verdict != "timeout":

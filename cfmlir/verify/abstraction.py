@@ -10,6 +10,9 @@ z3 terms are built once) constrained by true facts:
 * every two applications of one function: equal arguments give equal values, a smaller argument a
   smaller value; with ``full``, the mean-value bounds of :mod:`cfmlir.verify.nonlinear`
   (``e_a (b-a) <= e_b - e_a <= e_b (b-a)``, the log's likewise: products, slower for nlsat);
+* ``sin``/``cos``: the range ``[-1, 1]``, ``|sin t| <= |t|``, ``cos t >= 1 - t^2/2``, 1-Lipschitz
+  between two applications, ``sin^2 + cos^2 = 1`` at one argument; ``floor``: ``t - 1 < floor t <= t``,
+  monotone;
 * the exponential's functional equation where the arguments line up: ``exp(a) exp(b) = 1`` when
   ``a + b = 0``, ``= exp(c)`` when ``a + b = c`` for another argument ``c``, within the float64
   enclosure of ``e^(a+b)`` when ``a + b`` is another constant.
@@ -52,6 +55,14 @@ class Abstraction:
     def term(self, node):
         return to_z3(node, self._fn_atom, self._memo)
 
+    def real(self, a):
+        """The z3 real of the application atom ``a`` (once a term holding it was written)."""
+        return self._vars[a.id]
+
+    def argument(self, a):
+        """The z3 term of the application atom ``a``'s argument (likewise)."""
+        return self._z3arg[a.id]
+
     # -- facts ----------------------------------------------------------------------------------
     def _unary_facts(self, a) -> list:
         out = self._unary.get(a.id)
@@ -62,16 +73,12 @@ class Abstraction:
         q = a.arg.constant()
         if q is not None:
             x = const_interval(q)  # (a rational argument: the floats around it)
-            lo, hi = I.exp(x) if a.f == "exp" else I.log(x)
+            lo, hi = _ENCLOSE[a.f](x)
             if math.isfinite(lo):
                 out.append(v >= z3.RealVal(lo))
             if math.isfinite(hi):
                 out.append(v <= z3.RealVal(hi))
-        if a.f == "exp":
-            out += [v > 0, v >= 1 + t, z3.If(t < 0, v < 1, z3.If(t > 0, v > 1, v == 1))]
-        else:
-            out.append(z3.Implies(t > 0, z3.And(v <= t - 1, v * t >= t - 1,
-                                                z3.If(t < 1, v < 0, z3.If(t > 1, v > 0, v == 0)))))
+        out += _UNARY[a.f](v, t)
         self._unary[a.id] = out
         return out
 
@@ -81,6 +88,10 @@ class Abstraction:
         if out is not None:
             return out
         va, vb, ta, tb = self._vars[a.id], self._vars[b.id], self._z3arg[a.id], self._z3arg[b.id]
+        if a.f in _LIPSCHITZ:  # 1-Lipschitz (sin, cos) or monotone (floor), equal at equal arguments
+            out = [z3.Implies(ta == tb, va == vb), _LIPSCHITZ[a.f](ta, va, tb, vb)]
+            self._pairs[key] = out
+            return out
         if a.f == "exp":
             lt = lambda x, y: x < y  # noqa: E731
         else:
@@ -111,6 +122,10 @@ class Abstraction:
         out = []
         for a in apps:
             out += self._unary_facts(a)
+        sin_of = {a.arg.id: self._vars[a.id] for a in apps if a.f == "sin"}
+        for a in apps:  # sin^2 + cos^2 = 1 at one argument
+            if a.f == "cos" and a.arg.id in sin_of:
+                out.append(sin_of[a.arg.id] ** 2 + self._vars[a.id] ** 2 == 1)
         for i, a in enumerate(apps):
             for b in apps[i:]:
                 if a.f != b.f:
@@ -126,7 +141,7 @@ class Abstraction:
     def unsat(self, atoms, timeout: float = 0.5, full: bool = True) -> bool:
         """Are ``atoms`` (formulas) unsatisfiable for the real ``exp``/``log``?"""
         fs = [self.term(a) for a in atoms]
-        apps = _applications(atoms)
+        apps = applications(atoms)
         s = z3.SolverFor("QF_NRA")
         s.set("timeout", max(1, int(timeout * 1000)))
         s.add(*self.facts(apps, full))
@@ -134,8 +149,9 @@ class Abstraction:
         return s.check() == z3.unsat
 
 
-def _applications(nodes) -> list:
-    """The ``exp``/``log`` atoms of ``nodes`` (inner ones too), in id order."""
+def applications(nodes) -> list:
+    """The function applications (``exp``, ``log``, ``sin``, ``cos``, ``floor``) of ``nodes``, inner
+    ones too, in id order."""
     seen: dict[int, object] = {}
     stack = []
     for n in nodes:
@@ -150,7 +166,36 @@ def _applications(nodes) -> list:
         else:
             stack.extend(a.a.atoms)
             stack.extend(a.b.atoms)
-    return sorted((a for a in seen.values() if isinstance(a, E.Fn) and a.f in ("exp", "log")), key=lambda a: a.id)
+    return sorted((a for a in seen.values() if isinstance(a, E.Fn) and a.f in _UNARY), key=lambda a: a.id)
+
+
+def _exp_facts(v, t) -> list:
+    return [v > 0, v >= 1 + t, z3.If(t < 0, v < 1, z3.If(t > 0, v > 1, v == 1))]
+
+
+def _log_facts(v, t) -> list:
+    return [z3.Implies(t > 0, z3.And(v <= t - 1, v * t >= t - 1, z3.If(t < 1, v < 0, z3.If(t > 1, v > 0, v == 0))))]
+
+
+def _abs(x):
+    return z3.If(x >= 0, x, -x)
+
+
+#: the facts of one application ``v = f(t)`` (true of the real function)
+_UNARY = {
+    "exp": _exp_facts,
+    "log": _log_facts,
+    "sin": lambda v, t: [v >= -1, v <= 1, v <= _abs(t), -v <= _abs(t)],
+    "cos": lambda v, t: [v >= -1, v <= 1, v >= 1 - t * t / 2],
+    "floor": lambda v, t: [v <= t, v > t - 1],  # (integrality is not used: weaker, still true)
+}
+#: the facts of two applications of sin, cos (``|f(a) - f(b)| <= |a - b|``) or floor (monotone)
+_LIPSCHITZ = {
+    "sin": lambda ta, va, tb, vb: z3.And(va - vb <= _abs(ta - tb), vb - va <= _abs(ta - tb)),
+    "cos": lambda ta, va, tb, vb: z3.And(va - vb <= _abs(ta - tb), vb - va <= _abs(ta - tb)),
+    "floor": lambda ta, va, tb, vb: z3.And(z3.Implies(ta <= tb, va <= vb), z3.Implies(tb <= ta, vb <= va)),
+}
+_ENCLOSE = {"exp": I.exp, "log": I.log, "sin": I.sin, "cos": I.cos, "floor": I.floor}
 
 
 def unsat(atoms, timeout: float = 0.5, full: bool = True) -> bool:

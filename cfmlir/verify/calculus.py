@@ -1,7 +1,8 @@
 """How a term depends on a variable: partial derivatives and affine decompositions.
 
 ``derivative(p, v)`` is ``dp/dv`` (:mod:`cfmlir.verify.expr` polynomials, memoised): the product
-rule over monomials, ``exp' = exp``, ``log'(a) = a' inv(a)``, ``inv'(a) = -a' inv(a)^2``.  An
+rule over monomials, ``exp' = exp``, ``log'(a) = a' inv(a)``, ``inv'(a) = -a' inv(a)^2``,
+``sin' = cos``, ``cos' = -sin``; ``floor`` of a term that depends on ``v`` is :class:`NotDifferentiable`.  An
 ``Ite`` is differentiated branch-wise only when its condition does not mention ``v``, else
 :class:`NotDifferentiable` (the derivative of a piecewise term is only meaningful inside one
 piece, which is why the prover works on the ``If``-free cases of :mod:`cfmlir.verify.cases`).
@@ -62,16 +63,27 @@ def _d_atom(a, v: str) -> E.Poly:
         da = derivative(a.arg, v)
         if da is E.ZERO:
             return E.ZERO
-        if a.f == "exp":
-            return E.mul(E.atom_poly(a), da)
-        if a.f == "log":
-            return E.mul(da, E.inv(a.arg))
-        return E.neg(E.mul(da, E.power(E.atom_poly(a), 2)))  # inv
+        return _D_FN[a.f](a, da)
     if isinstance(a, E.Ite):
         if v in a.cond.vars:
             raise NotDifferentiable("a conditional whose condition depends on the variable")
         return E.ite(a.cond, derivative(a.a, v), derivative(a.b, v))
     raise TypeError(a)
+
+
+def _d_floor(a, da):
+    raise NotDifferentiable("an integer part of a term that depends on the variable")
+
+
+#: ``f(arg)`` -> ``d f(arg) / dv`` given ``d arg / dv = da`` (chain rule)
+_D_FN = {
+    "exp": lambda a, da: E.mul(E.atom_poly(a), da),
+    "log": lambda a, da: E.mul(da, E.inv(a.arg)),
+    "inv": lambda a, da: E.neg(E.mul(da, E.power(E.atom_poly(a), 2))),
+    "sin": lambda a, da: E.mul(E.fn("cos", a.arg), da),
+    "cos": lambda a, da: E.neg(E.mul(E.fn("sin", a.arg), da)),
+    "floor": _d_floor,
+}
 
 
 def affine_in(p: E.Poly, v: str):

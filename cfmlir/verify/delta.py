@@ -114,7 +114,7 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
         for atoms, _weak in cases(kept, _feasible):
             n += 1
             prover.check_time()
-            if prover.z3_unsat(tuple(atoms), full=True):
+            if prover.extrema_unsat(tuple(atoms)) or prover.z3_unsat(tuple(atoms), full=True):
                 continue
             point = witness(prover, atoms)
             if point is not None:  # a clear float64 point of the case: replay it first
@@ -168,6 +168,8 @@ def witness(prover: Prover, atoms, margin: float = 1e-7, n: int = 4):
 def _refuted(prover: Prover, atoms) -> bool:
     """Is this case unsatisfiable (proved)?"""
     if prover.z3_unsat(tuple(atoms), full=True):
+        return True
+    if prover.extrema_unsat(tuple(atoms)):
         return True
     for comp in _components(atoms):
         targets = [a for a in reversed(comp) if a.p.fns]  # the negated goal's atoms come last

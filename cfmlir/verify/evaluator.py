@@ -370,7 +370,7 @@ class SymbolicEvaluator:
     def _(self, e: ast.Builtin, env):
         n = e.name
         args = [self.eval(a, env) for a in e.args]
-        if n in ("sigmoid", "tanh", "exp", "log"):
+        if n in ("sigmoid", "tanh", "exp", "log", "sin", "cos"):
             return self.nl.apply(n, args[0])
         if n == "abs":
             x = args[0]

@@ -9,7 +9,8 @@ construction.  Atoms:
 ==============  ================================================================================
 ``Var(n)``      a real variable of the world (named as in z3)
 ``Fn(f, p)``    ``exp(p)``, ``log(p)``, ``inv(p) = 1/p`` (``sigmoid(t) = inv(1 + exp(-t))``,
-                ``tanh(t) = 1 - 2 inv(1 + exp(2t))``: one base function, see :mod:`cfmlir.verify.terms`)
+                ``tanh(t) = 1 - 2 inv(1 + exp(2t))``: one base function, see :mod:`cfmlir.verify.terms`),
+                ``sin(p)``, ``cos(p)``, ``floor(p)``
 ``Ite(c, a, b)`` a conditional value (split away by :mod:`cfmlir.verify.cases`)
 ==============  ================================================================================
 
@@ -92,8 +93,14 @@ def _fn_atom(f: str, arg: "Poly") -> Atom:
 
 
 def fn(f: str, arg: "Poly") -> "Poly":
-    """``exp``, ``log`` or ``inv`` of ``arg``, simplified (see the module docstring)."""
+    """``exp``, ``log``, ``inv``, ``sin``, ``cos`` or ``floor`` of ``arg``, simplified (see the module docstring)."""
     q = arg.constant()
+    if f == "sin" and q == 0:
+        return ZERO
+    if f == "cos" and q == 0:
+        return ONE
+    if f == "floor" and q is not None:
+        return const(q.numerator // q.denominator)
     if f == "exp" and q == 0:
         return ONE
     if f == "log" and q == 1:

@@ -1,4 +1,4 @@
-"""Sound encodings of ``sigmoid``, ``tanh``, ``exp`` and ``log`` for z3 (over-approximations).
+"""Sound encodings of ``sigmoid``, ``tanh``, ``exp``, ``log``, ``sin`` and ``cos`` for z3 (over-approximations).
 
 Each application ``f(t)`` (one per distinct argument term) is a fresh real ``f_t`` constrained only
 by facts that hold for the true function, so a formula proved for every function satisfying them
@@ -41,14 +41,14 @@ _SPEC = {
 
 def true_value(name: str, x: float) -> float:
     """The real function in float64, as the reference interpreter computes it."""
-    return {"sigmoid": sigmoid, "tanh": math.tanh, "exp": fexp, "log": flog}[name](x)
+    return {"sigmoid": sigmoid, "tanh": math.tanh, "exp": fexp, "log": flog, "sin": math.sin, "cos": math.cos}[name](x)
 
 
 class Nonlinear:
     """The applications made so far and their facts (``facts`` are added to the premises)."""
 
     def __init__(self, prefix: str = ""):
-        self.apps: dict[str, list[tuple]] = {"sigmoid": [], "tanh": [], "exp": [], "log": []}
+        self.apps: dict[str, list[tuple]] = {"sigmoid": [], "tanh": [], "exp": [], "log": [], "sin": [], "cos": []}
         #: ``(name, argument, fresh real)`` of every application in order of creation
         self.order: list[tuple] = []
         self._by_id: dict[tuple, object] = {}
@@ -82,6 +82,9 @@ class Nonlinear:
 
     def _facts_for(self, name: str, t, f) -> None:
         out = self.facts
+        if name in ("sin", "cos"):
+            _trig_facts(out, name, t, f, self.apps)
+            return
         if name == "log":
             out.append(z3.Implies(t > 0, z3.And(f <= t - 1, f * t >= t - 1, z3.If(t < 1, f < 0, z3.If(t > 1, f > 0, f == 0)))))
             for (a, fa) in self.apps[name]:
@@ -145,3 +148,23 @@ def _pair_log(a, ga, b, gb):
     w = b - a
     return z3.And(z3.Implies(a == b, ga == gb),
                   z3.Implies(z3.And(a > 0, a < b), z3.And(ga < gb, (gb - ga) * b >= w, (gb - ga) * a <= w)))
+
+
+def _trig_facts(out: list, name: str, t, f, apps: dict) -> None:
+    """``sin``/``cos``: the range, the Taylor bounds at 0 (``|sin t| <= |t|``, ``1 - t^2/2 <= cos t <=
+    1 - t^2/2 + t^4/24``), 1-Lipschitz between two applications of one function, ``sin^2 + cos^2 = 1``
+    at one argument."""
+    out += [f >= -1, f <= 1]
+    if name == "sin":
+        out += [f <= _abs(t), -f <= _abs(t)]
+    else:
+        out += [f >= 1 - t * t / 2, f <= 1 - t * t / 2 + t * t * t * t / 24]
+    for (a, fa) in apps[name]:
+        out.append(z3.And(z3.Implies(a == t, fa == f), f - fa <= _abs(t - a), fa - f <= _abs(t - a)))
+    other = "cos" if name == "sin" else "sin"
+    for (a, fa) in apps[other]:
+        out.append(z3.Implies(a == t, fa * fa + f * f == 1))
+
+
+def _abs(x):
+    return z3.If(x >= 0, x, -x)

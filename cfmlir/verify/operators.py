@@ -26,8 +26,8 @@ Reciprocal  ``prev = p``                           ``y = 1/x`` (exact; 0 where x
                                                    network has no value there)
 ========== ====================================== ===================================
 
-Sin and Cos have no concrete semantics here (the solver has no trigonometry): their rules are
-outside the fragment.
+Sin         ``prev = p``                           ``y = sin(x)`` (see nonlinear)
+Cos         ``prev = p``                           ``y = cos(x)``
 
 Softplus is written as the certifiers write it (``log(1 + exp(x))`` is the same real number); the
 piecewise-linear operators are exact, Elu and Softplus use the facts of :mod:`cfmlir.verify.nonlinear`.
@@ -66,6 +66,8 @@ UNARY = {
     "Sign": lambda x, a, nl: z3.If(x > 0, 1, z3.If(x < 0, -1, 0)),
     "Floor": lambda x, a, nl: z3.ToReal(z3.ToInt(x)),
     "Exp": lambda x, a, nl: nl.apply("exp", x),
+    "Sin": lambda x, a, nl: nl.apply("sin", x),
+    "Cos": lambda x, a, nl: nl.apply("cos", x),
     "Reciprocal": lambda x, a, nl: z3.If(x == 0, 0, 1 / x),
 }
 #: The operators of UNARY that read ``alpha``.
@@ -95,6 +97,8 @@ _FLOAT = {
     "Elu": lambda x, a: x if x > 0 else a * math.expm1(x),
     "Softplus": lambda x, a: _softplus(x),
     "Exp": lambda x, a: fexp(x),
+    "Sin": lambda x, a: math.sin(x),
+    "Cos": lambda x, a: math.cos(x),
 }
 
 

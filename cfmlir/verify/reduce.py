@@ -41,6 +41,7 @@ import time
 from cfmlir.verify import abstraction
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
+from cfmlir.verify import trig_extrema
 from cfmlir.verify.boxes import Outcome, Region, sample, search
 from cfmlir.verify.calculus import NotDifferentiable, affine_in, derivative
 from cfmlir.verify.tape import tape_of
@@ -92,14 +93,24 @@ class Prover:
     def z3_unsat(self, atoms, full: bool = False) -> bool:
         """z3 on the abstraction (:mod:`cfmlir.verify.abstraction`): the cheap facts inside the
         recursion, all of them (``full``) for a whole case."""
-        key = (_key(atoms), full)
+        return self._cached((_key(atoms), full), lambda left: self.abstraction.unsat(
+            list(atoms), timeout=min(self.z3_timeout, left), full=full))
+
+    def extrema_unsat(self, atoms) -> bool:
+        """The ``sin``/``cos`` extremum lemma in linear z3
+        (:mod:`cfmlir.verify.trig_extrema`), for a whole case."""
+        return self._cached((_key(atoms), "extrema"), lambda left: trig_extrema.unsat(
+            list(atoms), timeout=min(1.0, left), abstraction=self.abstraction))
+
+    def _cached(self, key, query) -> bool:
+        """``query(seconds left)``, once per ``key``; :class:`Timeout` past the deadline."""
         hit = self._z3.get(key)
         if hit is not None:
             return hit
         left = self.deadline - time.perf_counter()
         if left <= 0:
             raise Timeout()
-        r = self._z3[key] = self.abstraction.unsat(list(atoms), timeout=min(self.z3_timeout, left), full=full)
+        r = self._z3[key] = query(left)
         return r
 
     # -- the prover -----------------------------------------------------------------------------
@@ -319,9 +330,10 @@ class Prover:
         return True
 
     def continuous(self, T, atoms, v: str | None = None) -> bool:
-        """Every ``inv`` argument of ``T`` is nonzero and every ``log`` argument positive on ``atoms``
-        (only those that depend on ``v``, when given: ``T`` is then continuous along ``v``)."""
-        risky = []
+        """Every ``inv`` argument of ``T`` is nonzero, every ``log`` argument positive and every ``floor``
+        argument inside one integer step on ``atoms`` (only those that depend on ``v``, when given: ``T``
+        is then continuous along ``v``)."""
+        risky, steps = [], []
         seen = set()
         stack = list(T.atoms)
         while stack:
@@ -331,12 +343,19 @@ class Prover:
             seen.add(a.id)
             if a.f in ("inv", "log") and (v is None or v in a.arg.vars):
                 risky.append((a.arg, a.f == "log"))
+            if a.f == "floor" and (v is None or v in a.arg.vars):
+                steps.append(a.arg)
             stack.extend(a.arg.atoms)
-        if not risky:
+        if not risky and not steps:
             return True
         box = self.box(atoms)
         if box is None:
             return True
+        for t in steps:  # an integer part is continuous only where it is constant (one step)
+            (iv,) = tape_of([t]).enclose(box)
+            if not (math.isfinite(iv[0]) and math.isfinite(iv[1]) and math.floor(iv[0]) == math.floor(iv[1])
+                    and iv[1] != math.floor(iv[1])):
+                return False
         for t, positive in risky:
             (iv,) = tape_of([t]).enclose(box)
             if iv[0] > 0 or (not positive and iv[1] < 0):

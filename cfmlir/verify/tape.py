@@ -110,14 +110,9 @@ class Tape:
             op, d = self.code[s]
             if op == "var":
                 r = box.get(d, I.WHOLE)
-            elif op == "exp":
-                r = I.exp(poly(d))
-            elif op == "log":
-                r = I.log(poly(d))
-            elif op == "inv":
-                r = I.recip(poly(d))
             else:
-                r = I.WHOLE
+                enc = _ENCLOSE.get(op)
+                r = I.WHOLE if enc is None else enc(poly(d))
             atoms[s] = r
             return r
 
@@ -153,20 +148,25 @@ class Tape:
             try:
                 if op == "var":
                     r = point[d]
-                elif op == "exp":
-                    x = poly(d)
-                    r = math.exp(x) if x < 709.0 else math.inf
-                elif op == "log":
-                    x = poly(d)
-                    r = math.log(x) if x > 0 else math.nan
-                elif op == "inv":
-                    x = poly(d)
-                    r = 1.0 / x if x != 0 else math.nan
                 else:
-                    r = math.nan
+                    val = _VALUE.get(op)
+                    r = math.nan if val is None else val(poly(d))
             except (OverflowError, ValueError):
                 r = math.nan
             atoms[s] = r
             return r
 
         return [poly(i) for i in self.sums]
+
+
+#: an atom's function -> its interval enclosure (:mod:`cfmlir.verify.interval`, rounded outward)
+_ENCLOSE = {"exp": I.exp, "log": I.log, "inv": I.recip, "sin": I.sin, "cos": I.cos, "floor": I.floor}
+#: an atom's function -> its float64 value (NaN where the real function has none)
+_VALUE = {
+    "exp": lambda x: math.exp(x) if x < 709.0 else math.inf,
+    "log": lambda x: math.log(x) if x > 0 else math.nan,
+    "inv": lambda x: 1.0 / x if x != 0 else math.nan,
+    "sin": lambda x: math.sin(x) if math.isfinite(x) else math.nan,
+    "cos": lambda x: math.cos(x) if math.isfinite(x) else math.nan,
+    "floor": lambda x: float(math.floor(x)) if math.isfinite(x) else math.nan,
+}

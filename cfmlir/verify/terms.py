@@ -6,6 +6,7 @@ itself, so :func:`from_z3` replaces each such real by a *canonical* term over ``
 
     sigmoid(t) -> inv(1 + exp(-t))          tanh(t) -> 1 - 2 inv(1 + exp(2 t))
     exp(t)     -> exp(t)                    log(t)  -> log(t)
+    sin(t)     -> sin(t)                    cos(t)  -> cos(t)      ToInt(t) -> floor(t)
 
 One base function makes the identities between them syntactic (``sigmoid(-t) = 1 - sigmoid(t)``,
 ``sigmoid' = sigmoid (1 - sigmoid)`` are polynomial identities in ``exp(-t)``), which z3 decides
@@ -32,15 +33,15 @@ class Unsupported(ValueError):
 
 
 def canonical(name: str, arg: E.Poly) -> E.Poly:
-    """The canonical term of ``name(arg)`` (``name`` one of sigmoid, tanh, exp, log)."""
+    """The canonical term of ``name(arg)`` (``name`` one of sigmoid, tanh, exp, log, sin, cos)."""
     if name == "sigmoid":
         return E.inv(E.add(E.ONE, E.exp(E.neg(arg))))
     if name == "tanh":
         return E.sub(E.ONE, E.scale(E.inv(E.add(E.ONE, E.exp(E.scale(arg, 2)))), 2))
     if name == "exp":
         return E.exp(arg)
-    if name == "log":
-        return E.log(arg)
+    if name in ("log", "sin", "cos"):
+        return E.fn(name, arg)
     raise KeyError(name)
 
 
@@ -139,8 +140,10 @@ class Translator:
             if z3.is_rational_value(n) and n.as_fraction().denominator == 1 and 0 <= n.as_fraction() <= 64:
                 return E.power(self.term(ch[0]), int(n.as_fraction()))
             raise Unsupported("a power with a non-integer exponent")
-        if k in (z3.Z3_OP_TO_REAL, z3.Z3_OP_TO_INT):
-            return self.term(ch[0]) if k == z3.Z3_OP_TO_REAL else self._opaque_term(t)
+        if k == z3.Z3_OP_TO_REAL:
+            return self.term(ch[0])
+        if k == z3.Z3_OP_TO_INT:  # floor (the rules' integer part)
+            return E.fn("floor", self.term(ch[0]))
         if z3.is_bool(t):
             # IsInt, a Boolean function...: a constraint the procedure does not interpret
             return E.bvar(f"?{t.get_id()}")
@@ -152,19 +155,20 @@ class Translator:
 
 def to_z3(node, fn_atom=None, memo: dict | None = None):
     """``node`` as a z3 term; ``fn_atom(atom)`` gives the z3 term of an ``exp``/``log`` atom (by
-    default ``EXP(arg)``/``LOG(arg)`` with uninterpreted functions)."""
+    default ``EXP(arg)``/``LOG(arg)``/``SIN(arg)``/``COS(arg)`` with uninterpreted functions, ``floor`` exact)."""
     if memo is None:
         memo = {}
     return _to_z3(node, fn_atom or _uf_atom, memo)
 
 
 _R = z3.RealSort()
-_EXP = z3.Function("EXP", _R, _R)
-_LOG = z3.Function("LOG", _R, _R)
+_UF = {f: z3.Function(f.upper(), _R, _R) for f in ("exp", "log", "sin", "cos")}
 
 
 def _uf_atom(a, conv):
-    return (_EXP if a.f == "exp" else _LOG)(conv(a.arg))
+    if a.f == "floor":  # exact in z3
+        return z3.ToReal(z3.ToInt(conv(a.arg)))
+    return _UF[a.f](conv(a.arg))
 
 
 def _to_z3(n, fa, memo):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import subprocess
 import sys
-import time
 
 import numpy as np
 import onnx
@@ -21,8 +20,8 @@ import pytest
 from cfruntime.results import read_result
 from cftest import REPO
 from cftest.instances_folder import relu_net, vnnlib_text
+from cftest.timed_run import timed
 
-CF_RUN = [sys.executable, "-c", "import sys; from cfmlir.tools.cf_run import main; sys.exit(main())"]
 SLACK_S = 0.5
 
 
@@ -34,17 +33,6 @@ def mid(tmp_path_factory):
     onnx.save(model, str(d / "mid.onnx"))
     (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 1000.0))"]))
     return d
-
-
-def timed(tmp_path, *args) -> tuple[float, int, str, str]:
-    """``(wall seconds, exit status, stdout, stderr)`` of ``cf-run ARGS`` (output to files)."""
-    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with open(out, "w") as fo, open(err, "w") as fe:
-        t0 = time.monotonic()
-        p = subprocess.Popen(CF_RUN + [str(a) for a in args], stdout=fo, stderr=fe, cwd=REPO)
-        rc = p.wait(timeout=900)
-        wall = time.monotonic() - t0
-    return wall, rc, out.read_text(), err.read_text()
 
 
 @pytest.mark.parametrize("limit", [2.0, 5.0])

@@ -2,8 +2,10 @@
 zonotope; a polynomial: exact in the solver), Sign (exact), Exp (exp's facts of
 cfmlir.verify.nonlinear), Floor (z3's integer part, mixed integer-real arithmetic) and Reciprocal
 (its branch across 0 states infinite bounds, ``-1.0 / 0.0``: cfmlir.verify.infinity) are verified in
-every shipped certifier; Sin and Cos are outside the fragment (no trigonometry in the solver yet).
-Unsound variants of each are refuted with a replayed counterexample."""
+every shipped certifier; Sin and Cos are encoded (cfmlir.verify.nonlinear, the delta procedure's interval
+sin/cos); IBP's sound Sin and Cos are proved (the extremum lemma, cfmlir.verify.trig_extrema), the
+chord band of the others not yet (test_shipped_proved.py's xfail).  Unsound variants of
+each, Sin and Cos included, are refuted with a replayed counterexample."""
 
 from __future__ import annotations
 
@@ -20,13 +22,6 @@ def test_exact_rules_verified(name):
     results = verify_source(*certifier_source(name), K=2, M=2, timeout=60, ops=EXACT_OPS)
     assert sorted(r.op for r in results) == sorted(EXACT_OPS)
     assert [r.line() for r in results if r.status != VERIFIED] == []
-
-
-def test_sin_and_cos_are_outside_the_fragment():
-    from cfmlir.verify import FragmentError
-
-    with pytest.raises(FragmentError, match="cannot encode the operator 'Sin'"):
-        verify_source(*certifier_source("ibp"), ops={"Sin"}, timeout=5)
 
 
 #: (certifier, old text, new text, rule): each breaks a shape constraint for some input.
@@ -57,6 +52,17 @@ UNSOUND = [
     # the chord of a convex 1/x used below it (l > 0)
     ("deeppoly", "func rc_lower(Neuron n) = n[l] > 0.0 ? line_lower(n, -1.0 / (mid(n) * mid(n)), mid(n), 1.0 / mid(n))",
      "func rc_lower(Neuron n) = n[l] > 0.0 ? line_lower(n, -1.0 / (n[l] * n[u]), n[l], 1.0 / n[l])", "Reciprocal"),
+    # Sin's upper bound tested for a minimum (-pi/2) instead of a maximum: misses the 1 at pi/2
+    ("ibp", "func sin_hi(Float l, Float u) = has_phase(1.5707963267948966, l, u)",
+     "func sin_hi(Float l, Float u) = has_phase(-1.5707963267948966, l, u)", "Sin"),
+    # Cos's upper bound tested for the phase pi (a minimum) instead of 0
+    ("ibp", "func cos_hi(Float l, Float u) = has_phase(0.0, l, u)", "func cos_hi(Float l, Float u) = has_phase(3.141592653589793, l, u)", "Cos"),
+    # Sin's lower bound at the lower end only (without the min of both ends)
+    ("ibp", "? -1.0 : min(sin(l), sin(u));", "? -1.0 : sin(l);", "Sin"),
+    # Sin's lower bound shifted up by 0.01
+    ("ibp", "? -1.0 : min(sin(l), sin(u));", "? -1.0 : min(sin(l), sin(u)) + 0.01;", "Sin"),
+    # Cos's upper bound shifted down by 0.01
+    ("ibp", "? 1.0 : max(cos(l), cos(u));", "? 1.0 : max(cos(l), cos(u)) - 0.01;", "Cos"),
 ]
 
 
