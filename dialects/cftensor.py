@@ -878,6 +878,17 @@ class _TwoTensorOperands:
         _verify_inferred(self, self.inferred_type())
 
 
+class _Retyped(_OneTensorOperand):
+    """A domain op whose result is its operand with the top element's type letter ``LETTER``
+    (the same tensor seen as another kind: a promotion, or a PolyExp/SymExp's constant part)."""
+
+    LETTER: ClassVar[str]
+
+    @classmethod
+    def infer_type(cls, m: Metadata) -> Metadata:
+        return m.with_type(cls.LETTER)
+
+
 def _with_trailing(m: Metadata, letter: str, dim: Size | None) -> Metadata:
     """``m`` with its top element's letter set, not a constant, and one more trailing dimension
     ``dim`` (intrinsic, broadcast 1) -- or, with ``dim`` None, its last dimension dropped."""
@@ -905,17 +916,14 @@ class ExtractPolyCoeffOp(_OneTensorOperand, IRDLOperation):
 
 
 @irdl_op_definition
-class ExtractPolyConstOp(_OneTensorOperand, IRDLOperation):
+class ExtractPolyConstOp(_Retyped, IRDLOperation):
     """IrExtractPolyConst: the constant term of a PolyExp.
 
     ``%k = cftensor.extract_poly_const %e : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.extract_poly_const"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("R")
+    LETTER: ClassVar[str] = "R"
 
 
 @irdl_op_definition
@@ -933,17 +941,14 @@ class ExtractSymCoeffOp(_OneTensorOperand, IRDLOperation):
 
 
 @irdl_op_definition
-class ExtractSymConstOp(_OneTensorOperand, IRDLOperation):
+class ExtractSymConstOp(_Retyped, IRDLOperation):
     """IrExtractSymConst: the centre of a SymExp.
 
     ``%k = cftensor.extract_sym_const %z : (!cftensor.t<S, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.extract_sym_const"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("R")
+    LETTER: ClassVar[str] = "R"
 
 
 @irdl_op_definition
@@ -976,59 +981,47 @@ class CombineToSymOp(_TwoTensorOperands, IRDLOperation):
 
 
 @irdl_op_definition
-class NeuronToPolyOp(_OneTensorOperand, IRDLOperation):
+class NeuronToPolyOp(_Retyped, IRDLOperation):
     """IrNeuronToPoly: the PolyExp ``1 * n``.
 
     ``%e = cftensor.neuron_to_poly %n : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<P, [1, curr], [batch, 1]>``
     """
 
     name = "cftensor.neuron_to_poly"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("P")
+    LETTER: ClassVar[str] = "P"
 
 
 @irdl_op_definition
-class ConstToPolyOp(_OneTensorOperand, IRDLOperation):
+class ConstToPolyOp(_Retyped, IRDLOperation):
     """IrConstToPoly: the PolyExp with constant ``c`` and no neurons.
 
     ``%e = cftensor.const_to_poly %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.const_to_poly"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("P")
+    LETTER: ClassVar[str] = "P"
 
 
 @irdl_op_definition
-class NoiseToSymOp(_OneTensorOperand, IRDLOperation):
+class NoiseToSymOp(_Retyped, IRDLOperation):
     """IrNoiseToSym: the SymExp ``1 * eps``.
 
     ``%z = cftensor.noise_to_sym %e : (!cftensor.t<E, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.noise_to_sym"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("S")
+    LETTER: ClassVar[str] = "S"
 
 
 @irdl_op_definition
-class ConstToSymOp(_OneTensorOperand, IRDLOperation):
+class ConstToSymOp(_Retyped, IRDLOperation):
     """IrConstToSym: the SymExp with centre ``c`` and no noise symbols.
 
     ``%z = cftensor.const_to_sym %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.const_to_sym"
-
-    @staticmethod
-    def infer_type(m: Metadata) -> Metadata:
-        return m.with_type("S")
+    LETTER: ClassVar[str] = "S"
 
 
 @irdl_op_definition
