@@ -50,3 +50,15 @@ def assert_exact_on_a_point(name: str, compiled, nets, network) -> None:
     for net_name in nets:
         net = network(net_name)
         assert_bounds_are_values(compiled, net, boxes(net)[0][:2], f"{name} on {net_name}")
+
+
+def assert_matches_interpreter_on(nets, network, boxes_of, name: str, shipped, compiled_matches_interpreter,
+                                  check: dict) -> None:
+    """The ``compiled_matches_interpreter`` fixture's check of certifier ``name`` (compiled in every
+    one of :data:`MODES` against the reference interpreter, and sound by ``check``'s sampling) on
+    ``network(n)`` for each ``n`` in ``nets``, on the boxes ``boxes_of(net)``."""
+    for net_name in nets:
+        net = network(net_name)
+        lb, ub = boxes_of(net)
+        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, shipped.interpreted(name),
+                                     lambda rewrite: shipped.compiled(name, rewrite), MODES, check)

@@ -15,7 +15,7 @@ from cfmlir.interpreter.run import analyze, compile_source
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network.graph import Layer, Network, elementwise_image
-from cftest.activation_nets import CERTIFIERS, MODES, affine, assert_exact_on_a_point, boxes
+from cftest.activation_nets import CERTIFIERS, affine, assert_exact_on_a_point, assert_matches_interpreter_on, boxes
 
 
 #: name -> (activation kind, alpha, scale of the pre-activations): scales put the kinks of each
@@ -85,12 +85,8 @@ def test_the_boxes_put_neurons_on_every_side_of_every_kink(shipped):
 
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_compiled_equals_interpreter_and_is_sound(name, compiled_matches_interpreter, shipped):
-    for net_name in NETS:
-        net = network(net_name)
-        lb, ub = boxes(net)
-        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, shipped.interpreted(name),
-                                     lambda rewrite: shipped.compiled(name, rewrite), MODES,
-                                     {"n_samples": 256, "n_vertices": 8, "pgd_steps": 20, "pgd_neurons": 32})
+    assert_matches_interpreter_on(NETS, network, boxes, name, shipped, compiled_matches_interpreter,
+                                  {"n_samples": 256, "n_vertices": 8, "pgd_steps": 20, "pgd_neurons": 32})
 
 
 def test_ibp_images_are_exact(shipped):
