@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from peer_table import print_row
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -257,14 +258,11 @@ HEADER = (f"{'row':24s} {'certifier':9s} {'batch':>5s} {'ours s':>9s} {'peer s':
 
 
 def _print(r: dict) -> None:
-    if r["status"] != "ok":
-        print(f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d}  error: {r['error']}", flush=True)
-        return
-    print(f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d} {r['ours_s']:9.4f} {r['peer_s']:9.4f} {r['ratio']:6.2f} "
-          f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_ours']:6d}/{r['ops_peer']:<6d} "
-          f"{r['syncs_ours']:4d}/{r['syncs_peer']:<5d} "
-          + (f"{r['margin_max_abs_diff']:11.2e}{'' if r['margins_agree'] else ' !'}" if r["margins_agree"] is not None else "        n/a"),
-          flush=True)
+    print_row(r, f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d}", lambda r: (
+        f"{r['ours_s']:9.4f} {r['peer_s']:9.4f} {r['ratio']:6.2f} "
+        f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_ours']:6d}/{r['ops_peer']:<6d} "
+        f"{r['syncs_ours']:4d}/{r['syncs_peer']:<5d} "
+        + (f"{r['margin_max_abs_diff']:11.2e}{'' if r['margins_agree'] else ' !'}" if r["margins_agree"] is not None else "        n/a")))
 
 
 def peer_converter() -> str:

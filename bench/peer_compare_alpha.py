@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.optimize import OptimizeOptions, OptimizeReport, optimize_bounds
+from peer_table import print_row
 
 ITERATIONS, LR = 20, 0.5
 
@@ -132,13 +133,11 @@ def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: 
 
 
 def print_alpha(r: dict) -> None:
-    if r["status"] != "ok":
-        print(f"{r['row']:30s} {r['batch']:5d}  error: {r['error']}", flush=True)
-        return
-    print(f"{r['row']:30s} {r['batch']:5d} {r['ours_s']:9.3f} {r['peer_s']:9.3f} {r['ratio']:6.2f} "
-          f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_per_iter_ours']:6.0f}/{r['ops_per_iter_peer']:<7.0f} "
-          f"{r['syncs_per_iter_ours']:5.1f}/{r['syncs_per_iter_peer']:<6.1f} {r['margin_min_ours_minus_peer']:9.2e} "
-          f"{r['margin_mean_ours_minus_peer']:9.2e}", flush=True)
+    print_row(r, f"{r['row']:30s} {r['batch']:5d}", lambda r: (
+        f"{r['ours_s']:9.3f} {r['peer_s']:9.3f} {r['ratio']:6.2f} "
+        f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_per_iter_ours']:6.0f}/{r['ops_per_iter_peer']:<7.0f} "
+        f"{r['syncs_per_iter_ours']:5.1f}/{r['syncs_per_iter_peer']:<6.1f} {r['margin_min_ours_minus_peer']:9.2e} "
+        f"{r['margin_mean_ours_minus_peer']:9.2e}"))
 
 
 def run_alpha(rows: str, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> list[dict]:

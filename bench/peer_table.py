@@ -18,6 +18,15 @@ from pathlib import Path
 NAMES = {"ibp": "IBP", "crown_ibp": "CROWN-IBP", "deeppoly": "DeepPoly"}
 
 
+def print_row(r: dict, lead: str, cells) -> None:
+    """One row of a benchmark's live table: ``lead`` (the row's key columns), then ``cells(r)`` -- or,
+    for a record whose status is not ok, its error."""
+    if r["status"] != "ok":
+        print(f"{lead}  error: {r['error']}", flush=True)
+        return
+    print(f"{lead} {cells(r)}", flush=True)
+
+
 def _seconds(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.2f} s"
 

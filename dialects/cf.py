@@ -1062,8 +1062,55 @@ class LpOp(ExprOp):
         return _typed(rules.lp, _operand_types(self))
 
 
+class _NamedReadOp(ExprOp):
+    """The declaration shared by the reads of a named per-neuron value, ``base[name]``
+    (``cf.access`` of a member, ``cf.param`` of a parameter): one operand, the name in the
+    property ``KEY``, the text form ``%b["name"] : (T) -> R``."""
+
+    #: the property holding the name read
+    KEY: ClassVar[str]
+    #: what the name is, for the parser's messages
+    WHAT: ClassVar[str]
+
+    def __init__(self, base: SSAValue, name: str, result_type: Attribute):
+        super().__init__([base], result_type, {self.KEY: StringAttr(name)})
+
+    @property
+    def base(self) -> SSAValue:
+        return self.operands[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string("[")
+        printer.print_string_literal(self.properties[self.KEY].data)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        with printer.in_parens():
+            printer.print_list(self.operand_types, printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.results[0].type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> "_NamedReadOp":
+        base = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        name = parser.parse_identifier_or_str_literal(f" ({cls.WHAT})")
+        parser.parse_punctuation("]")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        ft = parser.parse_function_type()
+        if len(ft.inputs.data) != 1 or len(ft.outputs.data) != 1:
+            parser.raise_error(f"the type of '{cls.name}' must be (T) -> R", at_position=pos, end_position=parser.pos)
+        op = cls(parser.resolve_operand(base, ft.inputs.data[0]), name, ft.outputs.data[0])
+        op.attributes.update(attrs)
+        return op
+
+
 @irdl_op_definition
-class AccessOp(ExprOp):
+class AccessOp(_NamedReadOp):
     """``base[member]``: a shape member or metadata (``weight``, ``bias``, ``layer``, ``last_layer``)
     of a Neuron, or elementwise of a Neuron List.
 
@@ -1076,42 +1123,8 @@ class AccessOp(ExprOp):
     name = "cf.access"
     member = prop_def(StringAttr)
     traits = traits_def(Pure())
-
-    def __init__(self, base: SSAValue, member: str, result_type: Attribute):
-        super().__init__([base], result_type, {"member": StringAttr(member)})
-
-    @property
-    def base(self) -> SSAValue:
-        return self.operands[0]
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_string("[")
-        printer.print_string_literal(self.member.data)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        with printer.in_parens():
-            printer.print_list(self.operand_types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.results[0].type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "AccessOp":
-        base = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        member = parser.parse_identifier_or_str_literal(" (the accessed member)")
-        parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        ft = parser.parse_function_type()
-        if len(ft.inputs.data) != 1 or len(ft.outputs.data) != 1:
-            parser.raise_error("the type of 'cf.access' must be (T) -> R", at_position=pos, end_position=parser.pos)
-        op = AccessOp(parser.resolve_operand(base, ft.inputs.data[0]), member, ft.outputs.data[0])
-        op.attributes.update(attrs)
-        return op
+    KEY: ClassVar[str] = "member"
+    WHAT: ClassVar[str] = "the accessed member"
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (1,))
@@ -1121,7 +1134,7 @@ class AccessOp(ExprOp):
 
 
 @irdl_op_definition
-class ParamOp(ExprOp):
+class ParamOp(_NamedReadOp):
     """``base[a]`` for a parameter ``a`` (declared by ``cf.parameter @a``): its value on a Neuron
     (elementwise on a Neuron List), always a Float.  Read in the rule of neuron ``s`` it is ``a_s(n)``:
     one value per pair (reading neuron, neuron read), projected into the parameter's domain.
@@ -1135,42 +1148,8 @@ class ParamOp(ExprOp):
     name = "cf.param"
     param = prop_def(StringAttr)
     traits = traits_def(Pure())
-
-    def __init__(self, base: SSAValue, param: str, result_type: Attribute):
-        super().__init__([base], result_type, {"param": StringAttr(param)})
-
-    @property
-    def base(self) -> SSAValue:
-        return self.operands[0]
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.operands, printer.print_operand)
-        printer.print_string("[")
-        printer.print_string_literal(self.param.data)
-        printer.print_string("]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        with printer.in_parens():
-            printer.print_list(self.operand_types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.results[0].type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> "ParamOp":
-        base = parser.parse_unresolved_operand()
-        parser.parse_punctuation("[")
-        name = parser.parse_identifier_or_str_literal(" (the parameter read)")
-        parser.parse_punctuation("]")
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        pos = parser.pos
-        ft = parser.parse_function_type()
-        if len(ft.inputs.data) != 1 or len(ft.outputs.data) != 1:
-            parser.raise_error("the type of 'cf.param' must be (T) -> R", at_position=pos, end_position=parser.pos)
-        op = ParamOp(parser.resolve_operand(base, ft.inputs.data[0]), name, ft.outputs.data[0])
-        op.attributes.update(attrs)
-        return op
+    KEY: ClassVar[str] = "param"
+    WHAT: ClassVar[str] = "the parameter read"
 
     def expected_type(self) -> sem.Type:
         _ensure_arity(self, (1,))

@@ -3,7 +3,7 @@
 Every value has the type ``!cftensor.t<metadata stack>`` (see :mod:`cfmlir.dialects.cftensor_metadata`),
 e.g. the neuron tensor of a map over per-neuron PolyExps::
 
-    %n = cftensor.map_neuron %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<N, [poly], [1] :: P, [1], [curr]>
+    %n = cftensor.map_neuron %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<N, [poly], [1] :: N, [1], [curr]>
 
 The ops follow the paper's IR grammar: base expressions (``const``, ``sym``, rule inputs), tensor
 expressions (``binary``, ``unary``, ``ternary``, ``clamp``, ``mult``, ``inner``, ``add_dim``,
@@ -39,8 +39,9 @@ from xdsl.traits import IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from cfmlir.dialects.cftensor_metadata import (
-    TYPE_LETTERS, Element, Metadata, Size, is_scalar_const, is_uniform, parse_element_from, parse_metadata,
-    parse_metadata_from, parse_size_from,
+    ONE, TYPE_LETTERS, Element, Metadata, Size, compress, drop_dim, elementwise, insert_dim, is_scalar_const, is_uniform,
+    merge_top, number_letter, parse_element_from, parse_metadata, parse_metadata_from, parse_size, parse_size_from,
+    per_layer, reduce_dim, with_flat_dim,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -187,6 +188,32 @@ def meta(v: SSAValue) -> Metadata:
 
 
 # ----------------------------------------------------------------------------------------------
+# Result types are the ops' (as MLIR's InferTypeOpInterface): every op below whose result type
+# follows from its operands and properties has a static ``infer_type`` giving that type's metadata;
+# its builder calls it (callers pass no result type) and its verifier requires the result to be it,
+# so a parsed or rewritten op whose type disagrees is refused.  Where the type holds one choice
+# that no operand or property records (an ``add_dim``'s broadcast factor, the type letter of a
+# shape member read by ``access``, a ``const``'s letter), the builder takes that choice as an
+# argument and the verifier reads it back from the result type and checks the rest.
+# ----------------------------------------------------------------------------------------------
+
+
+def _verify_inferred(op: IRDLOperation, expected: Metadata, index: int = 0) -> None:
+    got = meta(op.results[index])
+    if got != expected:
+        raise VerifyException(f"gives <{expected}> from its operands, not <{got}>")
+
+
+def _tensor(m: Metadata) -> "TensorType":
+    return TensorType(m)
+
+
+def _keep_attributes(old: IRDLOperation, new: IRDLOperation) -> IRDLOperation:
+    new.attributes.update(old.attributes)
+    return new
+
+
+# ----------------------------------------------------------------------------------------------
 # Base expressions
 # ----------------------------------------------------------------------------------------------
 
@@ -206,8 +233,20 @@ class ConstOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "`(` $value `)` attr-dict `:` type($result)"
 
-    def __init__(self, value: float, type: TensorType):
-        super().__init__(properties={"value": FloatAttr(value, f64)}, result_types=[type])
+    def __init__(self, value: float, letter: str = "R"):
+        super().__init__(properties={"value": FloatAttr(value, f64)}, result_types=[_tensor(self.infer_type(letter))])
+
+    @staticmethod
+    def infer_type(letter: str) -> Metadata:
+        """A compile-time scalar of type letter ``letter`` (R, I or B)."""
+        return Metadata.single(letter, [ONE], [ONE], True)
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(meta(self.result).top.type)
+
+    def verify_(self) -> None:
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -232,15 +271,26 @@ class InputOp(IRDLOperation):
 class SymOp(IRDLOperation):
     """IrSym: one fresh noise symbol per (sample, current neuron).
 
-    ``%e = cftensor.sym : !cftensor.t<S, [batch, curr], [1, 1]>``
+    ``%e = cftensor.sym : !cftensor.t<E, [1, curr], [batch, 1]>``
     """
 
     name = "cftensor.sym"
     result = result_def(TensorType)
     assembly_format = "attr-dict `:` type($result)"
 
-    def __init__(self, type: TensorType):
-        super().__init__(result_types=[type])
+    def __init__(self):
+        super().__init__(result_types=[_tensor(self.infer_type())])
+
+    @staticmethod
+    def infer_type() -> Metadata:
+        return Metadata.single("E", [ONE, Size.of("curr")], [Size.of("batch"), ONE])
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type()
+
+    def verify_(self) -> None:
+        _verify_inferred(self, self.inferred_type())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -266,22 +316,20 @@ def _verify_same_shape(op: IRDLOperation, values: Sequence[SSAValue]) -> None:
         raise VerifyException("needs operands and result of one intrinsic shape (align them first)")
 
 
-def _verify_result_letter(op: IRDLOperation, kind: str, operands: Sequence[SSAValue]) -> None:
-    """The type letter of an element-wise op's result, as far as the operation and its operands
-    determine it: comparisons, connectives and ``not`` give B, sigmoid/tanh/exp/log give R, and the
-    arithmetic ones (add, sub, div, min, max, neg, abs) give a number, I or R (R where an operand is
-    R; integers may also give R, as where an Int meets a Float literal)."""
-    got = meta(op.results[0]).top.type
+def result_letter(kind: str, letters: Sequence[str]) -> str:
+    """The type letter of an element-wise op's result from the operation and its operands' letters:
+    comparisons, connectives and ``not`` give B, division and sigmoid/tanh/exp/log/sin/cos give R, and
+    the other arithmetic ones (add, sub, mult, min, max, neg, abs, floor) give the operands' least
+    upper bound (R over I over B)."""
     if kind in BOOL_RESULT_OPS:
-        if got != "B":
-            raise VerifyException(f"'{kind}' gives a truth value (type letter B), not {got}")
-    elif kind in FLOAT_RESULT_OPS:
-        if got != "R":
-            raise VerifyException(f"'{kind}' gives a Float (type letter R), not {got}")
-    elif got not in ("I", "R"):
-        raise VerifyException(f"'{kind}' gives a number (type letter I or R), not {got}")
-    elif got != "R" and any(meta(v).top.type == "R" for v in operands):
-        raise VerifyException(f"'{kind}' of a Float (type letter R) gives R, not {got}")
+        return "B"
+    if kind in FLOAT_RESULT_OPS or kind == "div":
+        return "R"
+    return number_letter(letters)
+
+
+def _letters(values: Sequence[SSAValue]) -> list[str]:
+    return [meta(v).top.type for v in values]
 
 
 @irdl_op_definition
@@ -300,14 +348,28 @@ class BinaryOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$op $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue, type: TensorType):
-        super().__init__(properties={"op": StringAttr(op)}, operands=[lhs, rhs], result_types=[type])
+    def __init__(self, op: str, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(properties={"op": StringAttr(op)}, operands=[lhs, rhs],
+                         result_types=[_tensor(self.infer_type(op, lhs, rhs))])
+
+    def on(self, operands: Sequence[SSAValue]) -> "BinaryOp":
+        """The same operation on other operands (its type inferred from them)."""
+        return _keep_attributes(self, BinaryOp(self.op.data, *operands))
+
+    @staticmethod
+    def infer_type(op: str, lhs: SSAValue, rhs: SSAValue) -> Metadata:
+        """The operands' common shape with the letter :func:`result_letter` gives."""
+        return elementwise(result_letter(op, _letters([lhs, rhs])), [meta(lhs), meta(rhs)])
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(self.op.data, self.lhs, self.rhs)
 
     def verify_(self) -> None:
         if self.op.data not in BINARY_OPS:
             raise VerifyException(f"unknown binary operation '{self.op.data}'")
         _verify_same_shape(self, [self.lhs, self.rhs])
-        _verify_result_letter(self, self.op.data, [self.lhs, self.rhs])
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -324,11 +386,23 @@ class MultOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, type: TensorType):
-        super().__init__(operands=[lhs, rhs], result_types=[type])
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[_tensor(self.infer_type(lhs, rhs))])
+
+    def on(self, operands: Sequence[SSAValue]) -> "MultOp":
+        return _keep_attributes(self, MultOp(*operands))
+
+    @staticmethod
+    def infer_type(lhs: SSAValue, rhs: SSAValue) -> Metadata:
+        return BinaryOp.infer_type("mul", lhs, rhs)
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(self.lhs, self.rhs)
 
     def verify_(self) -> None:
         _verify_same_shape(self, [self.lhs, self.rhs])
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -345,13 +419,29 @@ class UnaryOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$op $input attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, op: str, input: SSAValue, type: TensorType):
-        super().__init__(properties={"op": StringAttr(op)}, operands=[input], result_types=[type])
+    def __init__(self, op: str, input: SSAValue):
+        super().__init__(properties={"op": StringAttr(op)}, operands=[input],
+                         result_types=[_tensor(self.infer_type(op, input))])
+
+    def on(self, operands: Sequence[SSAValue]) -> "UnaryOp":
+        return _keep_attributes(self, UnaryOp(self.op.data, *operands))
+
+    @staticmethod
+    def infer_type(op: str, input: SSAValue) -> Metadata:
+        """The operand's metadata with the letter :func:`result_letter` gives (a compile-time
+        scalar stays one)."""
+        m = meta(input)
+        letter = result_letter(op, [m.top.type])
+        return Metadata.single(letter, [ONE], [ONE], True) if is_scalar_const(m) else m.with_type(letter)
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(self.op.data, self.input)
 
     def verify_(self) -> None:
         if self.op.data not in UNARY_OPS:
             raise VerifyException(f"unknown unary operation '{self.op.data}'")
-        _verify_result_letter(self, self.op.data, [self.input])
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -369,11 +459,24 @@ class TernaryOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$cond `,` $then `,` $otherwise attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, cond: SSAValue, then: SSAValue, otherwise: SSAValue, type: TensorType):
-        super().__init__(operands=[cond, then, otherwise], result_types=[type])
+    def __init__(self, cond: SSAValue, then: SSAValue, otherwise: SSAValue):
+        super().__init__(operands=[cond, then, otherwise], result_types=[_tensor(self.infer_type(cond, then, otherwise))])
+
+    def on(self, operands: Sequence[SSAValue]) -> "TernaryOp":
+        return _keep_attributes(self, TernaryOp(*operands))
+
+    @staticmethod
+    def infer_type(cond: SSAValue, then: SSAValue, otherwise: SSAValue) -> Metadata:
+        """The operands' common shape; the branches' letter (their least upper bound where they differ)."""
+        return elementwise(number_letter(_letters([then, otherwise])), [meta(cond), meta(then), meta(otherwise)])
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(self.cond, self.then, self.otherwise)
 
     def verify_(self) -> None:
         _verify_same_shape(self, [self.cond, self.then, self.otherwise])
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -391,17 +494,26 @@ class ClampOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$input (`min` `(` $min^ `)`)? (`max` `(` $max^ `)`)? attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, input: SSAValue, type: TensorType, min: float | None = None, max: float | None = None):
+    def __init__(self, input: SSAValue, min: float | None = None, max: float | None = None):
         props = {}
         if min is not None:
             props["min"] = FloatAttr(min, f64)
         if max is not None:
             props["max"] = FloatAttr(max, f64)
-        super().__init__(operands=[input], result_types=[type], properties=props)
+        super().__init__(operands=[input], result_types=[input.type], properties=props)
+
+    def on(self, operands: Sequence[SSAValue]) -> "ClampOp":
+        lo, hi = (None if a is None else a.value.data for a in (self.min, self.max))
+        return _keep_attributes(self, ClampOp(*operands, min=lo, max=hi))
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return meta(self.input)
 
     def verify_(self) -> None:
         if self.min is None and self.max is None:
             raise VerifyException("needs a min or a max bound")
+        _verify_inferred(self, self.inferred_type())
 
 
 class _DimSyntax:
@@ -581,6 +693,15 @@ class MaskedReduceOp(_DimSyntax, IRDLOperation):
         _verify_dim(self.dim.data, ranks.pop())
 
 
+@lru_cache(maxsize=256)
+def _size(text: str) -> Size:
+    """A ``repeat``'s size property as a :class:`Size`."""
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise VerifyException(str(exc)) from None
+
+
 def _verify_dim(dim: int, rank: int, past_end: int = 0) -> None:
     if not 0 <= dim < rank + past_end:
         raise VerifyException(f"dimension {dim} is out of range for rank {rank}")
@@ -598,11 +719,16 @@ class _DimBase(_DimSyntax):
     #: how far past the operand's last dimension ``dim`` may go
     DIM_PAST_END: ClassVar[int] = 0
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType, **props: Attribute):
-        super().__init__(operands=[input], properties={"dim": IntAttr(dim), **props}, result_types=[type])
+    def __init__(self, input: SSAValue, dim: int, result: Metadata, **props: Attribute):
+        super().__init__(operands=[input], properties={"dim": IntAttr(dim), **props}, result_types=[_tensor(result)])
 
     def verify_(self) -> None:
         _verify_dim(self.dim.data, len(meta(self.input).shape), self.DIM_PAST_END)
+        _verify_inferred(self, self.inferred_type())
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operand and properties."""
+        raise NotImplementedError
 
 
 @irdl_op_definition
@@ -615,8 +741,25 @@ class AddDimOp(_DimBase, IRDLOperation):
     name = "cftensor.add_dim"
     DIM_PAST_END: ClassVar[int] = 1
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType):
-        super().__init__(input, dim, type)
+    def __init__(self, input: SSAValue, dim: int, broadcast: Size = ONE, new_element: bool = False):
+        super().__init__(input, dim, self.infer_type(meta(input), dim, broadcast, new_element))
+
+    @staticmethod
+    def infer_type(m: Metadata, dim: int, broadcast: Size, new_element: bool) -> Metadata:
+        """:func:`~cfmlir.dialects.cftensor_metadata.insert_dim`: the new dimension's broadcast
+        factor and whether it opens a stack element (a value lifted into a map) are the builder's."""
+        return insert_dim(m, dim, broadcast, new_element)
+
+    def choice(self) -> tuple[Size, bool]:
+        """What this op's result type records beyond its operand: the new dimension's broadcast
+        factor and whether it opened a stack element (the builder's ``broadcast, new_element``)."""
+        got, m = meta(self.result), meta(self.input)
+        if len(got.broadcast) != len(m.broadcast) + 1:
+            raise VerifyException("'cftensor.add_dim' adds one dimension")
+        return got.broadcast[self.dim.data], got.height > m.height
+
+    def inferred_type(self) -> Metadata:
+        return self.infer_type(meta(self.input), self.dim.data, *self.choice())
 
 
 @irdl_op_definition
@@ -628,8 +771,11 @@ class RemoveDimOp(_DimBase, IRDLOperation):
 
     name = "cftensor.remove_dim"
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType):
-        super().__init__(input, dim, type)
+    def __init__(self, input: SSAValue, dim: int):
+        super().__init__(input, dim, drop_dim(meta(input), dim))
+
+    def inferred_type(self) -> Metadata:
+        return drop_dim(meta(self.input), self.dim.data)
 
 
 @irdl_op_definition
@@ -644,8 +790,13 @@ class ReduceOp(_DimBase, IRDLOperation):
     PROP_KEYWORD: ClassVar[str] = "kind"
     kind = prop_def(StringAttr)
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType, kind: str):
-        super().__init__(input, dim, type, kind=StringAttr(kind))
+    def __init__(self, input: SSAValue, dim: int, kind: str):
+        super().__init__(input, dim, reduce_dim(meta(input), dim), kind=StringAttr(kind))
+
+    def inferred_type(self) -> Metadata:
+        """:func:`~cfmlir.dialects.cftensor_metadata.reduce_dim` (the first dimension of a map's
+        element ends the map)."""
+        return reduce_dim(meta(self.input), self.dim.data)
 
     def verify_(self) -> None:
         if self.kind.data not in REDUCE_KINDS:
@@ -664,8 +815,13 @@ class RepeatOp(_DimBase, IRDLOperation):
     PROP_KEYWORD: ClassVar[str] = "size"
     size = prop_def(StringAttr)
 
-    def __init__(self, input: SSAValue, dim: int, type: TensorType, size: Size | str):
-        super().__init__(input, dim, type, size=StringAttr(str(size)))
+    def __init__(self, input: SSAValue, dim: int, size: Size | str):
+        size = size if isinstance(size, Size) else _size(size)
+        super().__init__(input, dim, with_flat_dim(meta(input), dim, size, ONE), size=StringAttr(str(size)))
+
+    def inferred_type(self) -> Metadata:
+        """The operand with dimension ``dim`` materialised: intrinsic size ``size``, broadcast 1."""
+        return with_flat_dim(meta(self.input), self.dim.data, _size(self.size.data), ONE)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -674,19 +830,32 @@ class RepeatOp(_DimBase, IRDLOperation):
 
 
 class _OneTensorOperand:
-    """The fields of the domain ops on one tensor, ``cftensor.<op> %x : (!t) -> !t``."""
+    """The fields of the domain ops on one tensor, ``cftensor.<op> %x : (!t) -> !t``, whose result
+    type is the subclass's ``infer_type`` of the operand's metadata."""
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, input: SSAValue, type: TensorType):
-        super().__init__(operands=[input], result_types=[type])
+    def __init__(self, input: SSAValue):
+        super().__init__(operands=[input], result_types=[_tensor(self.infer_type(meta(input)))])
+
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        raise NotImplementedError
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(meta(self.input))
+
+    def verify_(self) -> None:
+        _verify_inferred(self, self.inferred_type())
 
 
 class _TwoTensorOperands:
-    """The fields of the domain ops on two tensors, ``cftensor.<op> %a, %b : (!t, !t) -> !t``."""
+    """The fields of the domain ops on two tensors, ``cftensor.<op> %a, %b : (!t, !t) -> !t``, whose
+    result type is the subclass's ``infer_type`` of the operands' metadata."""
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
@@ -694,8 +863,42 @@ class _TwoTensorOperands:
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, type: TensorType):
-        super().__init__(operands=[lhs, rhs], result_types=[type])
+    def __init__(self, lhs: SSAValue, rhs: SSAValue):
+        super().__init__(operands=[lhs, rhs], result_types=[_tensor(self.infer_type(meta(lhs), meta(rhs)))])
+
+    @staticmethod
+    def infer_type(lhs: Metadata, rhs: Metadata) -> Metadata:
+        raise NotImplementedError
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(meta(self.lhs), meta(self.rhs))
+
+    def verify_(self) -> None:
+        _verify_inferred(self, self.inferred_type())
+
+
+class _Retyped(_OneTensorOperand):
+    """A domain op whose result is its operand with the top element's type letter ``LETTER``
+    (the same tensor seen as another kind: a promotion, or a PolyExp/SymExp's constant part)."""
+
+    LETTER: ClassVar[str]
+
+    @classmethod
+    def infer_type(cls, m: Metadata) -> Metadata:
+        return m.with_type(cls.LETTER)
+
+
+def _with_trailing(m: Metadata, letter: str, dim: Size | None) -> Metadata:
+    """``m`` with its top element's letter set, not a constant, and one more trailing dimension
+    ``dim`` (intrinsic, broadcast 1) -- or, with ``dim`` None, its last dimension dropped."""
+    top = m.top
+    if dim is None:
+        return m.with_top(Element(letter, top.shape[:-1], top.broadcast[:-1], False))
+    return m.with_top(Element(letter, top.shape + (dim,), top.broadcast + (ONE,), False))
+
+
+POLY, SYM = Size.of("poly"), Size.of("sym")
 
 
 @irdl_op_definition
@@ -707,15 +910,20 @@ class ExtractPolyCoeffOp(_OneTensorOperand, IRDLOperation):
 
     name = "cftensor.extract_poly_coeff"
 
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        return _with_trailing(m, "R", POLY)
+
 
 @irdl_op_definition
-class ExtractPolyConstOp(_OneTensorOperand, IRDLOperation):
+class ExtractPolyConstOp(_Retyped, IRDLOperation):
     """IrExtractPolyConst: the constant term of a PolyExp.
 
     ``%k = cftensor.extract_poly_const %e : (!cftensor.t<P, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.extract_poly_const"
+    LETTER: ClassVar[str] = "R"
 
 
 @irdl_op_definition
@@ -727,15 +935,20 @@ class ExtractSymCoeffOp(_OneTensorOperand, IRDLOperation):
 
     name = "cftensor.extract_sym_coeff"
 
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        return _with_trailing(m, "R", SYM)
+
 
 @irdl_op_definition
-class ExtractSymConstOp(_OneTensorOperand, IRDLOperation):
+class ExtractSymConstOp(_Retyped, IRDLOperation):
     """IrExtractSymConst: the centre of a SymExp.
 
     ``%k = cftensor.extract_sym_const %z : (!cftensor.t<S, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.extract_sym_const"
+    LETTER: ClassVar[str] = "R"
 
 
 @irdl_op_definition
@@ -747,6 +960,11 @@ class CombineToPolyOp(_TwoTensorOperands, IRDLOperation):
 
     name = "cftensor.combine_poly"
 
+    @staticmethod
+    def infer_type(lhs: Metadata, rhs: Metadata) -> Metadata:
+        """The coefficients' metadata without their trailing ``poly`` dimension."""
+        return _with_trailing(lhs, "P", None)
+
 
 @irdl_op_definition
 class CombineToSymOp(_TwoTensorOperands, IRDLOperation):
@@ -757,45 +975,53 @@ class CombineToSymOp(_TwoTensorOperands, IRDLOperation):
 
     name = "cftensor.combine_sym"
 
+    @staticmethod
+    def infer_type(lhs: Metadata, rhs: Metadata) -> Metadata:
+        return _with_trailing(lhs, "S", None)
+
 
 @irdl_op_definition
-class NeuronToPolyOp(_OneTensorOperand, IRDLOperation):
+class NeuronToPolyOp(_Retyped, IRDLOperation):
     """IrNeuronToPoly: the PolyExp ``1 * n``.
 
     ``%e = cftensor.neuron_to_poly %n : (!cftensor.t<N, [1, curr], [batch, 1]>) -> !cftensor.t<P, [1, curr], [batch, 1]>``
     """
 
     name = "cftensor.neuron_to_poly"
+    LETTER: ClassVar[str] = "P"
 
 
 @irdl_op_definition
-class ConstToPolyOp(_OneTensorOperand, IRDLOperation):
+class ConstToPolyOp(_Retyped, IRDLOperation):
     """IrConstToPoly: the PolyExp with constant ``c`` and no neurons.
 
     ``%e = cftensor.const_to_poly %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.const_to_poly"
+    LETTER: ClassVar[str] = "P"
 
 
 @irdl_op_definition
-class NoiseToSymOp(_OneTensorOperand, IRDLOperation):
+class NoiseToSymOp(_Retyped, IRDLOperation):
     """IrNoiseToSym: the SymExp ``1 * eps``.
 
     ``%z = cftensor.noise_to_sym %e : (!cftensor.t<E, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.noise_to_sym"
+    LETTER: ClassVar[str] = "S"
 
 
 @irdl_op_definition
-class ConstToSymOp(_OneTensorOperand, IRDLOperation):
+class ConstToSymOp(_Retyped, IRDLOperation):
     """IrConstToSym: the SymExp with centre ``c`` and no noise symbols.
 
     ``%z = cftensor.const_to_sym %c : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<S, [batch, curr], [1, 1]>``
     """
 
     name = "cftensor.const_to_sym"
+    LETTER: ClassVar[str] = "S"
 
 
 @irdl_op_definition
@@ -807,25 +1033,39 @@ class MapCoeffOp(_OneTensorOperand, IRDLOperation):
 
     name = "cftensor.map_coeff"
 
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        """One element ``<R, [poly], [1]>`` (``sym`` for a SymExp) pushed on the expression's stack."""
+        return m.with_type("R").push(Element("R", (POLY if m.top.type == "P" else SYM,), (ONE,)))
+
 
 @irdl_op_definition
 class MapNeuronOp(_OneTensorOperand, IRDLOperation):
     """IrMapNeuron: the neurons a map's function receives (compressed: the same list for every position).
 
-    ``%n = cftensor.map_neuron %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<N, [poly], [1] :: P, [1], [curr]>``
+    ``%n = cftensor.map_neuron %e : (!cftensor.t<P, [curr], [1]>) -> !cftensor.t<N, [poly], [1] :: N, [1], [curr]>``
     """
 
     name = "cftensor.map_neuron"
+
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        """The expression's stack compressed, with ``<N, [poly], [1]>`` pushed on it."""
+        return compress(m.with_type("N")).push(Element("N", (POLY,), (ONE,)))
 
 
 @irdl_op_definition
 class MapNoiseOp(_OneTensorOperand, IRDLOperation):
     """IrMapNoise: the noise symbols a map over a SymExp receives.
 
-    ``%n = cftensor.map_noise %z : (!cftensor.t<S, [curr], [1]>) -> !cftensor.t<E, [sym], [1] :: S, [1], [curr]>``
+    ``%n = cftensor.map_noise %z : (!cftensor.t<S, [curr], [1]>) -> !cftensor.t<E, [sym], [1] :: E, [1], [curr]>``
     """
 
     name = "cftensor.map_noise"
+
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        return compress(m.with_type("E")).push(Element("E", (SYM,), (ONE,)))
 
 
 @irdl_op_definition
@@ -837,12 +1077,30 @@ class DotOp(_TwoTensorOperands, IRDLOperation):
 
     name = "cftensor.dot"
 
+    @staticmethod
+    def infer_type(lhs: Metadata, rhs: Metadata) -> Metadata:
+        """The weights' metadata without their list dimension, a PolyExp."""
+        return _with_trailing(rhs, "P", None)
+
+
+#: the members ``access`` reads once per layer (Int, uniform along the layer's own dimensions)
+PER_LAYER_MEMBERS = ("layer", "last_layer")
+
+
+def _per_sample(m: Metadata, letter: str, materialise: int) -> Metadata:
+    """The stack of neurons ``m`` with every element's letter ``letter`` (not constants) and the
+    first ``materialise`` dimensions of the bottom element expanded to their total size."""
+    bottom = m.elements[-1]
+    k = materialise
+    b = Element(letter, bottom.total[:k] + bottom.shape[k:], (ONE,) * k + bottom.broadcast[k:], False)
+    return Metadata(tuple(Element(letter, e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,))
+
 
 @irdl_op_definition
 class AccessOp(IRDLOperation):
     """IrAccess: a shape member or metadata of every neuron in a neuron tensor.
 
-    ``%l = cftensor.access "L" %n : (!cftensor.t<N, [poly], [1] :: P, [1], [curr]>) -> !cftensor.t<P, [poly], [1] :: P, [1], [curr]>``
+    ``%l = cftensor.access "L" %n : (!cftensor.t<N, [poly], [1] :: N, [1, 1], [batch, curr]>) -> !cftensor.t<P, [poly], [1] :: P, [batch, 1], [1, curr]>``
     """
 
     name = "cftensor.access"
@@ -852,8 +1110,26 @@ class AccessOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$member $input attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, input: SSAValue, type: TensorType, member: str):
-        super().__init__(operands=[input], result_types=[type], properties={"member": StringAttr(member)})
+    def __init__(self, input: SSAValue, member: str, letter: str = "I"):
+        super().__init__(operands=[input], result_types=[_tensor(self.infer_type(meta(input), member, letter))],
+                         properties={"member": StringAttr(member)})
+
+    @staticmethod
+    def infer_type(m: Metadata, member: str, letter: str) -> Metadata:
+        """A per-layer member (``layer``, ``last_layer``: Int) is uniform along the layer-local
+        dimensions (:func:`~cfmlir.dialects.cftensor_metadata.per_layer`); a shape member, of the
+        type letter ``letter`` its declaration gives, is one value per sample: the neurons' stack
+        with the bottom element's batch dimension materialised."""
+        if member in PER_LAYER_MEMBERS:
+            return per_layer(m.with_type("I"))
+        return _per_sample(m, letter, materialise=1)
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(meta(self.input), self.member.data, meta(self.result).top.type)
+
+    def verify_(self) -> None:
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -874,12 +1150,24 @@ class ParamOp(IRDLOperation):
     traits = traits_def(Pure())
     assembly_format = "$param $input attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, input: SSAValue, type: TensorType, param: str):
-        super().__init__(operands=[input], result_types=[type], properties={"param": StringAttr(param)})
+    def __init__(self, input: SSAValue, param: str):
+        super().__init__(operands=[input], result_types=[_tensor(self.infer_type(meta(input)))],
+                         properties={"param": StringAttr(param)})
+
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        """The neurons' stack as Floats with the bottom element's batch and ``curr`` dimensions
+        materialised (one value per sample and reading neuron)."""
+        return _per_sample(m, "R", materialise=2)
+
+    def inferred_type(self) -> Metadata:
+        """The result type this op infers from its operands and properties."""
+        return self.infer_type(meta(self.input))
 
     def verify_(self) -> None:
-        if meta(self.result).top.type != "R":
-            raise VerifyException("'cftensor.param' gives a Float (R) tensor")
+        if meta(self.input).elements[-1].rank < 2:
+            raise VerifyException("'cftensor.param' reads neurons with the batch and curr dimensions")
+        _verify_inferred(self, self.inferred_type())
 
 
 @irdl_op_definition
@@ -892,6 +1180,10 @@ class MergeTopOp(_OneTensorOperand, IRDLOperation):
 
     name = "cftensor.merge_top"
 
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        return merge_top(m)
+
 
 @irdl_op_definition
 class AnyOp(_OneTensorOperand, IRDLOperation):
@@ -901,6 +1193,10 @@ class AnyOp(_OneTensorOperand, IRDLOperation):
     """
 
     name = "cftensor.any"
+
+    @staticmethod
+    def infer_type(m: Metadata) -> Metadata:
+        return Metadata.single("B", [ONE], [ONE])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1004,8 +1300,12 @@ class WhileOp(IRDLOperation):
     traits = traits_def(RecursiveMemoryEffect())
     assembly_format = "`(` $inits `)` attr-dict `:` functional-type($inits, $res) `before` $before `after` $after"
 
-    def __init__(self, inits: Sequence[SSAValue], result_types: Sequence[Attribute], before: Region, after: Region):
-        super().__init__(operands=[list(inits)], result_types=[list(result_types)], regions=[before, after])
+    def __init__(self, inits: Sequence[SSAValue], before: Region, after: Region):
+        super().__init__(operands=[list(inits)], result_types=[[v.type for v in inits]], regions=[before, after])
+
+    def verify_(self) -> None:
+        if [v.type for v in self.res] != [v.type for v in self.inits]:
+            raise VerifyException("the loop's results have the types of its loop-carried values")
 
 
 @irdl_op_definition
@@ -1071,8 +1371,8 @@ class LayerTraverseOp(IRDLOperation):
     traits = traits_def(RecursiveMemoryEffect())
     assembly_format = "`(` $init `)` attr-dict `:` functional-type($init, $res) `priority` $priority `body` $body"
 
-    def __init__(self, init: SSAValue, result_type: Attribute, priority: Region, body: Region):
-        super().__init__(operands=[init], result_types=[result_type], regions=[priority, body])
+    def __init__(self, init: SSAValue, priority: Region, body: Region):
+        super().__init__(operands=[init], result_types=[init.type], regions=[priority, body])
 
     def verify_(self) -> None:
         if meta(self.init).top.type != "P" or self.init.type != self.res.type:

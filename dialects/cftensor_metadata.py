@@ -364,23 +364,6 @@ def with_letter(m: Metadata, letter: str) -> Metadata:
     return m.with_top(m.top.with_type(letter))
 
 
-def prefix_rank(m: Metadata, upto: int) -> Metadata:
-    """``m`` cut to its first ``upto`` physical dimensions, by dropping trailing dimensions of its top
-    element: the metadata after each of the ``add_dim`` ops that extend a value to ``m`` one
-    dimension at a time (the elements below the top must lie within the first ``upto``).
-
-    >>> str(prefix_rank(parse_metadata("R, [curr, 1, 1], [1, poly, sym]"), 2))
-    'R, [curr, 1], [1, poly]'
-    >>> str(prefix_rank(parse_metadata("R, [1, 1], [poly, sym] :: R, [batch], [1]"), 2))
-    'R, [1], [poly] :: R, [batch], [1]'
-    """
-    top = m.top
-    keep = upto - sum(e.rank for e in m.rest)
-    if keep < 0:
-        raise ValueError(f"cannot cut <{m}> to {upto} physical dimensions")
-    return m.with_top(Element(top.type, top.shape[:keep], top.broadcast[:keep], top.is_const))
-
-
 def with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
     """``m`` with its physical dimension ``i`` (counted in the flat tensor, from the bottom element
     of the stack up, see :attr:`Metadata.shape`) set to intrinsic size ``shape`` and broadcast
@@ -404,6 +387,113 @@ def with_flat_dim(m: Metadata, i: int, shape: Size, bcast: Size) -> Metadata:
             return Metadata(tuple(elements))
         offset += e.rank
     raise IndexError(i)
+
+
+def _locate_flat(m: Metadata, i: int) -> tuple[int, int]:
+    """(stack index, position in that element) of physical dimension ``i`` (counted from the bottom
+    element up, see :attr:`Metadata.shape`); ``i == len(m.shape)`` is one past the top's last."""
+    offset = 0
+    for idx in range(m.height - 1, -1, -1):
+        e = m.elements[idx]
+        if i < offset + e.rank:
+            return idx, i - offset
+        offset += e.rank
+    if i == offset:
+        return 0, m.top.rank
+    raise IndexError(i)
+
+
+def _replace_element(m: Metadata, idx: int, e: Element) -> Metadata:
+    return Metadata(m.elements[:idx] + (e,) + m.elements[idx + 1 :])
+
+
+def insert_dim(m: Metadata, i: int, bcast: Size, new_element: bool = False) -> Metadata:
+    """The metadata after an ``add_dim`` at physical dimension ``i``: a dimension of intrinsic size 1
+    and broadcast factor ``bcast`` in the element holding ``i`` (past the last dimension: the top's),
+    or, with ``new_element``, a new top element ``<letter, [1], [bcast]>`` (a value lifted into a map).
+
+    >>> str(insert_dim(parse_metadata("R, [curr, poly], [1, 1]"), 2, Size.of("sym")))
+    'R, [curr, poly, 1], [1, 1, sym]'
+    >>> str(insert_dim(parse_metadata("R, [curr], [1]"), 1, Size.of("poly"), new_element=True))
+    'R, [1], [poly] :: R, [curr], [1]'
+    """
+    top = m.top
+    if new_element:
+        if i != len(m.shape):
+            raise IndexError(i)
+        return m.push(Element(top.type, (ONE,), (bcast,), top.is_const))
+    idx, j = _locate_flat(m, i)
+    e = m.elements[idx]
+    return _replace_element(m, idx, Element(e.type, e.shape[:j] + (ONE,) + e.shape[j:],
+                                             e.broadcast[:j] + (bcast,) + e.broadcast[j:], e.is_const))
+
+
+def drop_dim(m: Metadata, i: int, is_const: bool | None = None) -> Metadata:
+    """``m`` without physical dimension ``i`` (the element holding it keeps its others; its
+    constness is ``is_const`` when given).
+
+    >>> str(drop_dim(parse_metadata("R, [curr, poly, 1], [1, 1, 1]"), 2))
+    'R, [curr, poly], [1, 1]'
+    """
+    idx, j = _locate_flat(m, i)
+    e = m.elements[idx]
+    return _replace_element(m, idx, Element(e.type, e.shape[:j] + e.shape[j + 1 :], e.broadcast[:j] + e.broadcast[j + 1 :],
+                                             e.is_const if is_const is None else is_const))
+
+
+def merge_top(m: Metadata) -> Metadata:
+    """The top element folded into the one below it (its dimensions appended to that element's; the
+    top's type letter; not a constant): the metadata of ``merge_top``.
+
+    >>> str(merge_top(parse_metadata("R, [poly], [1] :: R, [batch, curr], [1, 1]")))
+    'R, [batch, curr, poly], [1, 1, 1]'
+    """
+    top, below = m.top, m.elements[1]
+    merged = Element(top.type, below.shape + top.shape, below.broadcast + top.broadcast, False)
+    return Metadata((merged,) + m.elements[2:])
+
+
+def reduce_dim(m: Metadata, i: int) -> Metadata:
+    """The metadata after a reduction along physical dimension ``i`` (not a constant): a reduction
+    along the first dimension of a map's element (above the bottom) ends the map, so that element is
+    popped and its other dimensions are appended to the element below; any other dimension is
+    dropped from its element.
+
+    >>> str(reduce_dim(parse_metadata("R, [poly, 2], [1, 1] :: R, [curr], [1]"), 1))
+    'R, [curr, 2], [1, 1]'
+    >>> str(reduce_dim(parse_metadata("R, [batch, curr, prev], [1, 1, 1]"), 2))
+    'R, [batch, curr], [1, 1]'
+    """
+    idx, j = _locate_flat(m, i)
+    if idx == 0 and j == 0 and m.height > 1:
+        top = m.top
+        return merge_top(m.with_top(Element(top.type, top.shape[1:], top.broadcast[1:], False)))
+    return drop_dim(m, i, is_const=False) if idx == 0 else drop_dim(m, i)
+
+
+def elementwise(letter: str, operands: "list[Metadata] | tuple[Metadata, ...]") -> Metadata:
+    """The metadata of an element-wise operation's result with type letter ``letter``: a
+    compile-time scalar when every operand is one, else the first other operand's stack with its top
+    element's letter set and not a constant (the operands are aligned first: their shapes agree).
+
+    >>> str(elementwise("B", [parse_metadata("const R, [1], [1]"), parse_metadata("R, [batch, curr], [1, 1]")]))
+    'B, [batch, curr], [1, 1]'
+    """
+    real = [m for m in operands if not is_scalar_const(m)]
+    if not real:
+        return Metadata.single(letter, [ONE], [ONE], True)
+    m = real[0]
+    return Metadata((Element(letter, m.top.shape, m.top.broadcast, False),) + m.rest)
+
+
+def number_letter(letters: "list[str] | tuple[str, ...]") -> str:
+    """The letter of arithmetic on numbers of these letters (the least upper bound: Float over Int
+    over Bool, a 0/1 mask).
+
+    >>> number_letter(["I", "R"]), number_letter(["B", "I"]), number_letter(["B", "B"])
+    ('R', 'I', 'B')
+    """
+    return next((x for x in ("R", "I") if x in letters), letters[0])
 
 
 # ----------------------------------------------------------------------------------------------

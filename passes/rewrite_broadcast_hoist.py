@@ -12,7 +12,6 @@ from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.dialects.cftensor_metadata import with_letter
 from cfmlir.passes.rewrite_utils import broadcast_chain, chain_key, is_scalar_const, rebuild_chain
 
 ELEMENTWISE = (ct.BinaryOp, ct.MultOp, ct.UnaryOp, ct.TernaryOp, ct.ClampOp)
@@ -33,11 +32,6 @@ class HoistBroadcast(RewritePattern):
         sources = list(operands)
         for i, (src, _) in zip(real, chains):
             sources[i] = src
-        letter = op.results[0].type.metadata.top.type
-        inner_type = ct.TensorType(with_letter(chains[0][0].type.metadata, letter))
-        inner = type(op).create(
-            operands=sources, result_types=[inner_type],
-            properties=dict(op.properties), attributes=dict(op.attributes),
-        )
-        new_ops, result = rebuild_chain(inner.results[0], chains[0][1], letter)
+        inner = op.on(sources)
+        new_ops, result = rebuild_chain(inner.results[0], chains[0][1])
         rewriter.replace(op, [inner, *new_ops], [result])

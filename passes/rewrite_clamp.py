@@ -40,7 +40,7 @@ class ClampRewrite(RewritePattern):
             found = _sign_test(mask)
             if found is not None and found[0] is x:
                 lo, hi = (0.0, None) if found[1] == "min" else (None, 0.0)
-                rewriter.replace(op, [ct.ClampOp(x, op.result.type, min=lo, max=hi)])
+                rewriter.replace(op, [ct.ClampOp(x, min=lo, max=hi)])
                 return
 
 
@@ -58,5 +58,5 @@ class ExtremumClamp(RewritePattern):
             if ct.meta(x).top.type not in ("R", "I") or ct.meta(x) != ct.meta(op.result):
                 continue
             lo, hi = (float(value), None) if kind == "max" else (None, float(value))
-            rewriter.replace(op, [ct.ClampOp(x, op.result.type, min=lo, max=hi)])
+            rewriter.replace(op, [ct.ClampOp(x, min=lo, max=hi)])
             return

@@ -48,4 +48,4 @@ class FoldConstants(RewritePattern):
 
     @staticmethod
     def _fold(op: Operation, value: float, rewriter: PatternRewriter) -> None:
-        rewriter.replace(op, [ct.ConstOp(float(value), op.results[0].type)])
+        rewriter.replace(op, [ct.ConstOp(float(value), ct.meta(op.results[0]).top.type)])

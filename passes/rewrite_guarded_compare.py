@@ -41,7 +41,7 @@ class GuardedCompare(RewritePattern):
             lhs, rhs = _guarded_branch(cmp.lhs, mask), _guarded_branch(cmp.rhs, mask)
             if lhs is None and rhs is None:
                 continue
-            new_cmp = ct.BinaryOp(cmp.op.data, lhs or cmp.lhs, rhs or cmp.rhs, cmp.result.type)
+            new_cmp = ct.BinaryOp(cmp.op.data, lhs or cmp.lhs, rhs or cmp.rhs)
             operands = (mask, new_cmp.result) if mask is op.lhs else (new_cmp.result, mask)
-            rewriter.replace(op, [new_cmp, ct.BinaryOp("and", *operands, op.result.type)])
+            rewriter.replace(op, [new_cmp, ct.BinaryOp("and", *operands)])
             return

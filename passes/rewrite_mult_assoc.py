@@ -27,6 +27,6 @@ class AssociateProducts(RewritePattern):
             kp = _key(p)
             for q, r in ((m.lhs, m.rhs), (m.rhs, m.lhs)):
                 if _key(q) == kp and _key(r) != kp:
-                    pq = ct.MultOp(p, q, op.result.type)
-                    rewriter.replace(op, [pq, ct.MultOp(pq.result, r, op.result.type)])
+                    pq = ct.MultOp(p, q)
+                    rewriter.replace(op, [pq, ct.MultOp(pq.result, r)])
                     return

@@ -44,10 +44,10 @@ class NonzeroMask(RewritePattern):
                 continue
             new_ops = []
             if negated:
-                new_ops.append(ct.UnaryOp("not", y, mask.type))
+                new_ops.append(ct.UnaryOp("not", y))
                 y = new_ops[-1].result
             operands = (y, c) if mask is op.lhs else (c, y)
-            rewriter.replace(op, new_ops + [ct.MultOp(*operands, op.result.type)])
+            rewriter.replace(op, new_ops + [ct.MultOp(*operands)])
             return
 
 
@@ -56,4 +56,4 @@ class NonzeroAny(RewritePattern):
     def match_and_rewrite(self, op: ct.AnyOp, rewriter: PatternRewriter) -> None:
         c = nonzero_tested(op.operands[0])
         if c is not None:
-            rewriter.replace(op, [ct.AnyOp(c, op.results[0].type)])
+            rewriter.replace(op, [ct.AnyOp(c)])

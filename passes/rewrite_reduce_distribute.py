@@ -18,7 +18,7 @@ class DistributeReduce(RewritePattern):
         src = op.input.owner
         if not isinstance(src, ct.BinaryOp) or src.op.data not in ("add", "sub") or not op.input.has_one_use():
             return
-        t, d = op.result.type, op.dim.data
-        ra = ct.ReduceOp(src.lhs, d, t, "sum")
-        rb = ct.ReduceOp(src.rhs, d, t, "sum")
-        rewriter.replace(op, [ra, rb, ct.BinaryOp(src.op.data, ra.result, rb.result, t)])
+        d = op.dim.data
+        ra = ct.ReduceOp(src.lhs, d, "sum")
+        rb = ct.ReduceOp(src.rhs, d, "sum")
+        rewriter.replace(op, [ra, rb, ct.BinaryOp(src.op.data, ra.result, rb.result)])

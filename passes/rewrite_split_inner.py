@@ -46,6 +46,6 @@ class SplitInner(RewritePattern):
                 or chain_key(pa[2]) != chain_key(pb[2]):
             return
         pos, neg = (a, b) if pa[1] == "pos" else (b, a)
-        chain_ops, x = rebuild_chain(pa[0], pa[2], pa[0].type.metadata.top.type)
+        chain_ops, x = rebuild_chain(pa[0], pa[2])
         split = ct.SplitInnerOp(x, pos.rhs, neg.rhs, a.dim.data, op.result.type)
         rewriter.replace(op, chain_ops + [split])

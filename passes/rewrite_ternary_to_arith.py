@@ -23,22 +23,21 @@ class TernaryToArith(RewritePattern):
             return
         if may_divide_or_be_infinite(a) or may_divide_or_be_infinite(b):
             return
-        t = op.result.type
         a_zero = is_scalar_const(a) and const_value(a) == 0.0
         b_zero = is_scalar_const(b) and const_value(b) == 0.0
         new = []
         terms = []
         if not a_zero:
-            m1 = ct.MultOp(c, a, t)
+            m1 = ct.MultOp(c, a)
             new.append(m1)
             terms.append(m1.result)
         if not b_zero:
-            notc = ct.UnaryOp("not", c, c.type)
-            m2 = ct.MultOp(notc.result, b, t)
+            notc = ct.UnaryOp("not", c)
+            m2 = ct.MultOp(notc.result, b)
             new += [notc, m2]
             terms.append(m2.result)
         if not terms:
             return
         if len(terms) == 2:
-            new.append(ct.BinaryOp("add", terms[0], terms[1], t))
+            new.append(ct.BinaryOp("add", terms[0], terms[1]))
         rewriter.replace(op, new, [new[-1].results[0]])

@@ -5,7 +5,6 @@ from __future__ import annotations
 from xdsl.ir import Operation, SSAValue
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.dialects.cftensor_metadata import with_letter
 
 BROADCAST_OPS = (ct.RepeatOp, ct.AddDimOp)
 
@@ -31,16 +30,15 @@ def strip_repeats(v: SSAValue) -> SSAValue:
     return v
 
 
-def rebuild_chain(source: SSAValue, ops: list[Operation], letter: str) -> tuple[list[Operation], SSAValue]:
-    """Re-apply a broadcast chain to ``source`` (result type letters set to ``letter``)."""
+def rebuild_chain(source: SSAValue, ops: list[Operation]) -> tuple[list[Operation], SSAValue]:
+    """Re-apply a broadcast chain to ``source`` (the ops infer their types from it)."""
     new_ops: list[Operation] = []
     v = source
     for o in ops:
-        t = ct.TensorType(with_letter(o.results[0].type.metadata, letter))
         if isinstance(o, ct.RepeatOp):
-            n = ct.RepeatOp(v, o.dim.data, t, o.size.data)
+            n = ct.RepeatOp(v, o.dim.data, o.size.data)
         else:
-            n = ct.AddDimOp(v, o.dim.data, t)
+            n = ct.AddDimOp(v, o.dim.data, *o.choice())
         new_ops.append(n)
         v = n.results[0]
     return new_ops, v

@@ -79,7 +79,7 @@ from cfmlir.dialects import cf
 from cfmlir.dialects import cftensor as ct
 from cfmlir.dialects.cf_types import to_semantic
 from cfmlir.dialects.cftensor_metadata import (
-    ONE, Element, Metadata, Size, align_shapes, compress, extend_rank, is_uniform, per_layer, prefix_rank, with_flat_dim,
+    ONE, Element, Metadata, Size, align_shapes, extend_rank, is_uniform,
 )
 from cfmlir.dialects import cf_type_lattice as sem
 from cfmlir.dialects.cf_typing_rules import operator_bindings
@@ -172,15 +172,13 @@ class RuleLifter:
         """An error about the ``cf`` op being lifted (its location, else its function's or rule's)."""
         return ShapeAnalysisError(loc_of(self.at, Loc("", 0, 0)), message)
 
-    def T(self, m: Metadata) -> ct.TensorType:
-        return ct.TensorType(m)
-
     def const(self, value: float, t: sem.Type = sem.FLOAT) -> Val:
-        return Val(self.emit(ct.ConstOp(float(value), self.T(Metadata.single(letter(t), [ONE], [ONE], True)))), t)
+        return Val(self.emit(ct.ConstOp(float(value), letter(t))), t)
 
     def input(self, name: str, m: Metadata, t: sem.Type) -> Val:
+        """A rule input (its type is the binding's: an input declares it, as a function argument does)."""
         if name not in self.inputs:
-            self.inputs[name] = Val(self.emit(ct.InputOp(name, self.T(m))), t)
+            self.inputs[name] = Val(self.emit(ct.InputOp(name, ct.TensorType(m))), t)
         return self.inputs[name]
 
     # -- alignment ---------------------------------------------------------------------------------
@@ -189,8 +187,7 @@ class RuleLifter:
         (broadcast over the map's dimension) per missing level."""
         while x.m.height < height:
             dim = self.map_dims[x.m.height - 1]
-            m = x.m.push(Element(x.m.top.type, (ONE,), (dim,), x.m.top.is_const))
-            x = Val(self.emit(ct.AddDimOp(x.v, len(x.m.shape), self.T(m))), x.ty)
+            x = Val(self.emit(ct.AddDimOp(x.v, len(x.m.shape), dim, new_element=True)), x.ty)
         return x
 
     def coerce(self, x: Val, target: Metadata, keep_scalar: bool = True) -> Val:
@@ -204,16 +201,14 @@ class RuleLifter:
             ext = m.with_top(extend_rank(m.top, target.top))
             v = x.v
             for d in range(len(m.shape), len(ext.shape)):
-                v = self.emit(ct.AddDimOp(v, d, self.T(prefix_rank(ext, d + 1))))
+                v = self.emit(ct.AddDimOp(v, d, ext.broadcast[d]))
             x, m = Val(v, x.ty), ext
         v = x.v
-        cur = m
         for i, (s, t) in enumerate(zip(m.shape, target.shape)):
             if s != t:
                 if not s.is_one:
                     raise self.error(f"cannot align a dimension of size {s} with {t}")
-                cur = with_flat_dim(cur, i, t, ONE)
-                v = self.emit(ct.RepeatOp(v, i, self.T(cur), t))
+                v = self.emit(ct.RepeatOp(v, i, t))
         return Val(v, x.ty)
 
     def align(self, *xs: Val) -> list[Val]:
@@ -231,27 +226,19 @@ class RuleLifter:
             out.append(x if ct.is_scalar_const(x.m) else self.coerce(next(it), target))
         return out
 
-    def result_meta(self, operands: list[Val], t: sem.Type) -> Metadata:
-        real = [x.m for x in operands if not ct.is_scalar_const(x.m)]
-        if not real:
-            return Metadata.single(letter(t), [ONE], [ONE], True)
-        m = real[0]
-        return Metadata((Element(letter(t), m.top.shape, m.top.broadcast, False),) + m.rest)
-
     # -- PolyExp / SymExp parts --------------------------------------------------------------------
     def promote(self, x: Val, kind: str) -> Val:
         """Promote a value to a PolyExp (``kind == 'P'``) or SymExp (``'S'``)."""
         t = sem.POLYEXP if kind == "P" else sem.SYMEXP
         if x.letter == kind:
             return x
-        m = x.m
         if x.letter == "N" and kind == "P":
-            return Val(self.emit(ct.NeuronToPolyOp(x.v, self.T(m.with_type("P")))), t)
+            return Val(self.emit(ct.NeuronToPolyOp(x.v)), t)
         if x.letter == "E" and kind == "S":
-            return Val(self.emit(ct.NoiseToSymOp(x.v, self.T(m.with_type("S")))), t)
+            return Val(self.emit(ct.NoiseToSymOp(x.v)), t)
         if x.letter in "IRB":
             op = ct.ConstToPolyOp if kind == "P" else ct.ConstToSymOp
-            return Val(self.emit(op(x.v, self.T(m.with_type(kind)))), t)
+            return Val(self.emit(op(x.v)), t)
         raise self.error(f"cannot use a {x.ty} as a {t}")
 
     def parts(self, x: Val) -> tuple[Val | None, Val]:
@@ -267,16 +254,10 @@ class RuleLifter:
             x = self.promote(x, "P")
         if x.letter == "E":
             x = self.promote(x, "S")
-        kind = x.letter
-        dim = POLY if kind == "P" else SYM
-        m = x.m
-        top = m.top
-        cm = m.with_top(Element("R", top.shape + (dim,), top.broadcast + (ONE,), False))
-        km = m.with_type("R")
-        if kind == "P":
-            c, k = ct.ExtractPolyCoeffOp(x.v, self.T(cm)), ct.ExtractPolyConstOp(x.v, self.T(km))
+        if x.letter == "P":
+            c, k = ct.ExtractPolyCoeffOp(x.v), ct.ExtractPolyConstOp(x.v)
         else:
-            c, k = ct.ExtractSymCoeffOp(x.v, self.T(cm)), ct.ExtractSymConstOp(x.v, self.T(km))
+            c, k = ct.ExtractSymCoeffOp(x.v), ct.ExtractSymConstOp(x.v)
         return Val(self.emit(c), sem.FLOAT), Val(self.emit(k), sem.FLOAT)
 
     def combine(self, coeff: Val | None, const: Val, kind: str) -> Val:
@@ -285,8 +266,7 @@ class RuleLifter:
         t = sem.POLYEXP if kind == "P" else sem.SYMEXP
         if coeff is None:
             op = ct.ConstToPolyOp if kind == "P" else ct.ConstToSymOp
-            m = const.m
-            return Val(self.emit(op(const.v, self.T(m.with_type(kind)))), t)
+            return Val(self.emit(op(const.v)), t)
         cm = coeff.m
         top = cm.top
         km = cm.with_top(Element("R", top.shape[:-1], top.broadcast[:-1], False))
@@ -298,7 +278,7 @@ class RuleLifter:
             coeff = self.coerce(coeff, target_c, keep_scalar=False)
         const = self.coerce(const, km, keep_scalar=False)
         op = ct.CombineToPolyOp if kind == "P" else ct.CombineToSymOp
-        return Val(self.emit(op(coeff.v, const.v, self.T(km.with_type(kind)))), t)
+        return Val(self.emit(op(coeff.v, const.v)), t)
 
     def cbinary(self, op: str, a: Val | None, b: Val | None) -> Val | None:
         """Binary arithmetic on coefficient parts where ``None`` is zero."""
@@ -323,16 +303,12 @@ class RuleLifter:
     # -- tensor arithmetic -----------------------------------------------------------------------
     def binary(self, op: str, a: Val, b: Val, t: sem.Type) -> Val:
         a, b = self.align(a, b)
-        m = self.result_meta([a, b], t)
         if op == "mul":
-            return Val(self.emit(ct.MultOp(a.v, b.v, self.T(m))), t)
-        return Val(self.emit(ct.BinaryOp(op, a.v, b.v, self.T(m))), t)
+            return Val(self.emit(ct.MultOp(a.v, b.v)), t)
+        return Val(self.emit(ct.BinaryOp(op, a.v, b.v)), t)
 
     def unary(self, op: str, a: Val, t: sem.Type) -> Val:
-        m = a.m.with_type(letter(t))
-        if ct.is_scalar_const(a.m):
-            m = Metadata.single(letter(t), [ONE], [ONE], True)
-        return Val(self.emit(ct.UnaryOp(op, a.v, self.T(m))), t)
+        return Val(self.emit(ct.UnaryOp(op, a.v)), t)
 
     def ternary(self, c: Val, a: Val, b: Val, t: sem.Type) -> Val:
         kind = letter(t)
@@ -340,8 +316,7 @@ class RuleLifter:
             (ac, ak), (bc, bk) = self.parts(a), self.parts(b)
             return self.combine(self.cternary(c, ac, bc), self.ternary(c, ak, bk, sem.FLOAT), kind)
         c, a, b = self.align(c, a, b)
-        m = self.result_meta([c, a, b], t)
-        return Val(self.emit(ct.TernaryOp(c.v, a.v, b.v, self.T(m))), t)
+        return Val(self.emit(ct.TernaryOp(c.v, a.v, b.v)), t)
 
     def arith(self, op: str, a: Val, b: Val, t: sem.Type) -> Val:
         """``a op b`` for any ConstraintFlow operand types (visitBinaryFloat / visitBinaryPolyexp)."""
@@ -364,11 +339,7 @@ class RuleLifter:
 
     def reduce_top(self, x: Val, kind: str = "sum") -> Val:
         """Reduce along the first dimension of the top stack element (the map dimension) and pop it."""
-        m = x.m
-        dim = sum(e.rank for e in m.rest)
-        top, below = m.top, m.elements[1]
-        merged = Element(x.letter, below.shape + top.shape[1:], below.broadcast + top.broadcast[1:], False)
-        return Val(self.emit(ct.ReduceOp(x.v, dim, self.T(Metadata((merged,) + m.elements[2:])), kind)), x.ty)
+        return Val(self.emit(ct.ReduceOp(x.v, sum(e.rank for e in x.m.rest), kind)), x.ty)
 
     # -- expressions -------------------------------------------------------------------------------
     def visit_region(self, region: Region, env: dict) -> Operation:
@@ -522,10 +493,7 @@ class RuleLifter:
             raise self.error(f"the tensor compiler supports '{kind}' of Float lists only, not of a {x.ty} "
                                      f"(write a dot product with weights instead)")
         x = self.list_masked(x, {"sum": 0.0, "max": float("-inf"), "min": float("inf")}[kind])
-        m = x.m
-        top = m.top
-        rm = m.with_top(Element(letter(t), top.shape[:-1], top.broadcast[:-1], False))
-        return Val(self.emit(ct.ReduceOp(x.v, len(m.shape) - 1, self.T(rm), kind)), t)
+        return Val(self.emit(ct.ReduceOp(x.v, len(x.m.shape) - 1, kind)), t)
 
     def list_masked(self, x: Val, identity: float) -> Val:
         """A list over a max-pool window with its padding entries replaced by ``identity`` (the
@@ -564,7 +532,6 @@ class RuleLifter:
         return Val(out.v, t)
 
     def access(self, x: Val, member: str, t: sem.Type, cf_base: SSAValue) -> Val:
-        m = x.m
         if member in ("weight", "bias", "alpha"):
             if self.curr_value is None or x.v is not self.curr_value:
                 raise self.error(f"the tensor compiler supports '{member}' only on curr")
@@ -572,37 +539,24 @@ class RuleLifter:
                 return self.input("weight", Metadata.single("R", [ONE, CURR, PREV], [BATCH, ONE, ONE]), t)
             # bias, alpha: one number per neuron of the layer, the same for every sample
             return self.input(member, Metadata.single("R", [ONE, CURR], [BATCH, ONE]), t)
-        if member in ("layer", "last_layer"):  # one number per layer: uniform along layer-local dims
-            return Val(self.emit(ct.AccessOp(x.v, self.T(per_layer(m.with_type("I"))), member=member)), t)
-        # a shape member: one value per sample, so the batch dimension is materialised
-        bottom = m.elements[-1]
-        b = Element(letter(t), (BATCH,) + bottom.shape[1:], (ONE,) + bottom.broadcast[1:], False)
-        elements = tuple(Element(letter(t), e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,)
-        return Val(self.emit(ct.AccessOp(x.v, self.T(Metadata(elements)), member=member)), t)
+        # a per-layer member is uniform along layer-local dims; a shape member is one value per sample
+        return Val(self.emit(ct.AccessOp(x.v, member, letter(t))), t)
 
     def param(self, x: Val, name: str, t: sem.Type) -> Val:
         """``x[name]`` for a parameter: one value per sample and per reading neuron (``curr``), so the
         bottom element's batch and ``curr`` dimensions are materialised."""
         if x.letter != "N":  # pragma: no cover - the type checker makes it a neuron (list)
             raise self.error("a parameter is read on neurons")
-        m = x.m
-        bottom = m.elements[-1]
-        if bottom.rank < 2:  # pragma: no cover - every rule value has the batch and curr dimensions
+        if x.m.elements[-1].rank < 2:  # pragma: no cover - every rule value has the batch and curr dimensions
             raise self.error("a parameter read outside a rule's layer")
-        total = bottom.total
-        b = Element("R", total[:2] + bottom.shape[2:], (ONE, ONE) + bottom.broadcast[2:], False)
-        elements = tuple(Element("R", e.shape, e.broadcast, False) for e in m.elements[:-1]) + (b,)
-        return Val(self.emit(ct.ParamOp(x.v, self.T(Metadata(elements)), name)), t)
+        return Val(self.emit(ct.ParamOp(x.v, name)), t)
 
     def dot(self, base: Val, w: Val, t: sem.Type) -> Val:
         kind = letter(t)
         w = self.list_masked(w, 0.0)  # absent entries of a max-pool window weigh nothing
         if base.letter == "N":
             base, w = self.align(base, w)
-            m = w.m
-            top = m.top
-            rm = m.with_top(Element("P", top.shape[:-1], top.broadcast[:-1], False))
-            return Val(self.emit(ct.DotOp(base.v, w.v, self.T(rm))), t)
+            return Val(self.emit(ct.DotOp(base.v, w.v)), t)
         if kind == "R":  # Float List . Float List
             return self.sum_list(self.binary("mul", base, w, sem.FLOAT), t)
         # a list of PolyExps/SymExps: sum_i w_i * e_i, with the list dimension reduced
@@ -618,41 +572,26 @@ class RuleLifter:
 
     def coerce_add_trailing(self, w: Val, like: Val) -> Val:
         """``w`` with one trailing dimension broadcast over ``like``'s last dimension."""
-        m = w.m
-        top = m.top
-        nm = m.with_top(Element(top.type, top.shape + (ONE,), top.broadcast + (like.m.top.total[-1],), top.is_const))
-        return Val(self.emit(ct.AddDimOp(w.v, len(m.shape), self.T(nm))), w.ty)
+        return Val(self.emit(ct.AddDimOp(w.v, len(w.m.shape), like.m.top.total[-1])), w.ty)
 
     def reduce_dim(self, x: Val, dim: int) -> Val:
-        m = x.m
-        below = sum(e.rank for e in m.rest)
-        j = dim - below
-        top = m.top
-        nm = m.with_top(Element(top.type, top.shape[:j] + top.shape[j + 1 :], top.broadcast[:j] + top.broadcast[j + 1 :], False))
-        return Val(self.emit(ct.ReduceOp(x.v, dim, self.T(nm), "sum")), x.ty)
+        return Val(self.emit(ct.ReduceOp(x.v, dim, "sum")), x.ty)
 
     def sym(self) -> Val:
         if self.map_dims:
             raise self.error("the tensor compiler does not support 'sym' inside map or traverse")
-        return Val(self.emit(ct.SymOp(self.T(Metadata.single("E", [ONE, CURR], [BATCH, ONE])))), sem.NOISE)
+        return Val(self.emit(ct.SymOp()), sem.NOISE)
 
     # -- map -----------------------------------------------------------------------------------------
     def map_inputs(self, e: Val) -> tuple[Val, Val, Val, Size]:
         """(neurons or noise symbols, coefficients, constant, map dimension) of ``e``."""
         kind = e.letter
         dim = POLY if kind == "P" else SYM
-        m = e.m
-        km = m.with_type("R")
         if kind == "P":
-            nm = compress(m.with_type("N")).push(Element("N", (POLY,), (ONE,)))
-            n = ct.MapNeuronOp(e.v, self.T(nm))
-            k = ct.ExtractPolyConstOp(e.v, self.T(km))
+            n, k = ct.MapNeuronOp(e.v), ct.ExtractPolyConstOp(e.v)
         else:
-            nm = compress(m.with_type("E")).push(Element("E", (SYM,), (ONE,)))
-            n = ct.MapNoiseOp(e.v, self.T(nm))
-            k = ct.ExtractSymConstOp(e.v, self.T(km))
-        cm = m.with_type("R").push(Element("R", (dim,), (ONE,)))
-        c = ct.MapCoeffOp(e.v, self.T(cm))
+            n, k = ct.MapNoiseOp(e.v), ct.ExtractSymConstOp(e.v)
+        c = ct.MapCoeffOp(e.v)
         nty = sem.NEURON if kind == "P" else sem.NOISE
         return Val(self.emit(n), nty), Val(self.emit(c), sem.FLOAT), Val(self.emit(k), sem.FLOAT), dim
 
@@ -720,7 +659,7 @@ class RuleLifter:
         base = e.m
         expanded = Metadata((Element("P", base.top.total, (ONE,) * base.top.rank, False),) + base.rest)
         e = self.coerce(e, expanded, keep_scalar=False)
-        loop_t = self.T(expanded)
+        loop_t = ct.TensorType(expanded)
         layered = self.layer_traverse(e, loop_t, prio, stop, replace)
         if layered is not None:
             return layered
@@ -731,7 +670,7 @@ class RuleLifter:
         n, c, _k, dim = self.map_inputs(cur)
         with self.in_map(dim):
             active, _p = self.active_and_priority(n, c, prio, stop, dim)
-            cond = Val(self.emit(ct.AnyOp(active.v, self.T(Metadata.single("B", [ONE], [ONE])))), sem.BOOL)
+            cond = Val(self.emit(ct.AnyOp(active.v)), sem.BOOL)
         self.emit(ct.ReturnOp([cond.v, cur.v]))
 
         # after: replace the selected neurons
@@ -744,9 +683,7 @@ class RuleLifter:
             sel = self.binary("and", active, self.binary("eq", pmasked, pmin, sem.BOOL), sem.BOOL)
             keep = self.unary("not", sel, sem.BOOL)
             kept_coeff = self.binary("mul", keep, c, sem.FLOAT)
-            km = kept_coeff.m
-            merged = Element("R", km.elements[1].shape + km.top.shape, km.elements[1].broadcast + km.top.broadcast, False)
-            kept_coeff = Val(self.emit(ct.MergeTopOp(kept_coeff.v, self.T(Metadata((merged,) + km.elements[2:])))), sem.FLOAT)
+            kept_coeff = Val(self.emit(ct.MergeTopOp(kept_coeff.v)), sem.FLOAT)
             if zero_preserving(replace):  # f(n, sel * c) == sel * f(n, c): mask the small operand
                 r = self.call_in_map(replace, n, self.binary("mul", sel, c, sem.FLOAT), dim)
                 r = self.promote(self.lift_height(r, c.m.height), "P")
@@ -760,7 +697,7 @@ class RuleLifter:
         self.emit(ct.ReturnOp([new.v]))
 
         self.block = outer
-        loop = ct.WhileOp([e.v], [loop_t], Region(before), Region(after))
+        loop = ct.WhileOp([e.v], Region(before), Region(after))
         return Val(self.emit(loop), sem.POLYEXP)
 
     def layer_traverse(self, e: Val, loop_t, prio: Closure, stop: Closure, replace: Closure) -> Val | None:
@@ -770,8 +707,8 @@ class RuleLifter:
         outer = self.block
         m = e.m
         rows = Element("N", (ONE,) * m.top.rank, m.top.total, False)
-        n_t = self.T(Metadata((Element("N", (LAY,), (ONE,)), rows)))
-        c_t = self.T(Metadata((Element("R", (LAY,), (ONE,)), Element("R", m.top.shape, m.top.broadcast, False))))
+        n_t = ct.TensorType(Metadata((Element("N", (LAY,), (ONE,)), rows)))
+        c_t = ct.TensorType(Metadata((Element("R", (LAY,), (ONE,)), Element("R", m.top.shape, m.top.broadcast, False))))
 
         prio_block = Block(arg_types=[n_t, c_t])
         self.block = prio_block
@@ -800,7 +737,7 @@ class RuleLifter:
         replaced = self.coerce(replaced, loop_t.metadata, keep_scalar=False)
         self.emit(ct.ReturnOp([replaced.v]))
         self.block = outer
-        return Val(self.emit(ct.LayerTraverseOp(e.v, loop_t, Region(prio_block), Region(body))), sem.POLYEXP)
+        return Val(self.emit(ct.LayerTraverseOp(e.v, Region(prio_block), Region(body))), sem.POLYEXP)
 
     def emit_into(self, block: Block, op: Operation) -> None:
         self.locate(op)

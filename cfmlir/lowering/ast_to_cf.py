@@ -84,17 +84,23 @@ class Lowering:
         op.location = _loc(decl.loc)
         return op
 
+    def open_rule_block(self, op: str) -> tuple[Block, dict[str, SSAValue]]:
+        """A block whose arguments are the rule bindings of operator ``op`` (named by their hints),
+        the environment binding their names, and emission moved into the block."""
+        bindings = operator_bindings(op)
+        block = Block(arg_types=[to_cf(t) for t in bindings.values()])
+        env: dict[str, SSAValue] = {}
+        for name, arg in zip(bindings, block.args):
+            _hint(arg, cf.binding_hint(name))
+            env[name] = arg
+        self.block = block
+        return block, env
+
     def parameter(self, decl: ast.ParamDecl) -> cf.ParameterOp:
         """``cf.parameter @a``: per operator, a region over its rule bindings yielding (lo, hi, init)."""
         domains: list[tuple[str, Region]] = []
         for op in decl.ops:
-            bindings = operator_bindings(op)
-            block = Block(arg_types=[to_cf(t) for t in bindings.values()])
-            env: dict[str, SSAValue] = {}
-            for name, arg in zip(bindings, block.args):
-                _hint(arg, cf.binding_hint(name))
-                env[name] = arg
-            self.block = block
+            block, env = self.open_rule_block(op)
             # the three are typed in every operator's bindings by the checker; lowered per operator
             vals = [self.expr(e, env) for e in (decl.lo, decl.hi, decl.init)]
             self.emit(cf.YieldOp(vals), decl.loc)
@@ -106,13 +112,7 @@ class Lowering:
     def transformer(self, decl: ast.TransformerDecl) -> cf.TransformerOp:
         rules: list[tuple[str, Region]] = []
         for rule in decl.rules:
-            bindings = operator_bindings(rule.op)
-            block = Block(arg_types=[to_cf(t) for t in bindings.values()])
-            env: dict[str, SSAValue] = {}
-            for name, arg in zip(bindings, block.args):
-                _hint(arg, cf.binding_hint(name))
-                env[name] = arg
-            self.block = block
+            block, env = self.open_rule_block(rule.op)
             if isinstance(rule.body, ast.TupleExpr):
                 vals = [self.expr(e, env) for e in rule.body.elems]
             else:

@@ -21,7 +21,7 @@ builtin.module {
     ^bb1(%e1: !cftensor.t<P, [batch, curr], [1, 1]>):
       %neg = cftensor.unary "neg" %w : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
       %abs = cftensor.unary "abs" %neg : (!cftensor.t<R, [batch, curr], [1, 1]>) -> !cftensor.t<R, [batch, curr], [1, 1]>
-      %eps = cftensor.sym : !cftensor.t<S, [batch, curr], [1, 1]>
+      %eps = cftensor.sym : !cftensor.t<E, [1, curr], [batch, 1]>
       %sel = cftensor.if %u : (!cftensor.t<B, [1, 1], [batch, curr]>) -> (!cftensor.t<R, [batch, curr], [1, 1]>) then {
         cftensor.return %w : !cftensor.t<R, [batch, curr], [1, 1]>
       } else {

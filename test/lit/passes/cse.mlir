@@ -21,15 +21,15 @@ builtin.module {
     %s1 = cftensor.binary "add" %k1, %zero1 : (!cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
     %s2 = cftensor.binary "add" %k2, %zero2 : (!cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
     %d = cftensor.binary "sub" %k2, %zero2 : (!cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
-    %eps1 = cftensor.sym : !cftensor.t<S, [batch, curr], [1, 1]>
-    %eps2 = cftensor.sym : !cftensor.t<S, [batch, curr], [1, 1]>
+    %eps1 = cftensor.sym : !cftensor.t<E, [1, curr], [batch, 1]>
+    %eps2 = cftensor.sym : !cftensor.t<E, [1, curr], [batch, 1]>
     %sel = cftensor.if %u : (!cftensor.t<B, [1, 1], [batch, curr]>) -> !cftensor.t<R, [batch, 1, prev], [1, curr, 1]> then {
       %s3 = cftensor.binary "add" %k1, %zero1 : (!cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const R, [1], [1]>) -> !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
       cftensor.return %s3 : !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
     } else {
       cftensor.return %l : !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>
     }
-    cftensor.return %s1, %s2, %d, %eps1, %eps2, %sel, %false : !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<S, [batch, curr], [1, 1]>, !cftensor.t<S, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const B, [1], [1]>
+    cftensor.return %s1, %s2, %d, %eps1, %eps2, %sel, %false : !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<E, [1, curr], [batch, 1]>, !cftensor.t<E, [1, curr], [batch, 1]>, !cftensor.t<R, [batch, 1, prev], [1, curr, 1]>, !cftensor.t<const B, [1], [1]>
   }
 }
 

@@ -95,3 +95,16 @@ def unsound_file(directory, name: str):
     path = Path(directory) / f"mutant_{k}.cf"
     path.write_text(text)
     return path
+
+
+def assert_refuted(cert: str, old: str, new: str, op: str, timeout: int = 60) -> None:
+    """``cf-verify`` refutes rule ``op`` of the shipped certifier ``cert`` with its one ``old`` text
+    replaced by ``new``: a counterexample, replayed (its detail says which constraint it violates)."""
+    from cfmlir.certifiers import certifier_source
+    from cfmlir.verify import COUNTEREXAMPLE, verify_source
+
+    text, file = certifier_source(cert)
+    assert text.count(old) == 1, old
+    (r,) = verify_source(text.replace(old, new), file, ops={op}, timeout=timeout)
+    assert r.status == COUNTEREXAMPLE, r.line()
+    assert "violates" in r.detail

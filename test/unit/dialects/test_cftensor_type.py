@@ -156,6 +156,6 @@ def test_reduce_kind_is_a_property_named_kind():
     reduce, masked, repeat = [op for op in module.walk() if isinstance(op, (ct.ReduceOp, ct.MaskedReduceOp, ct.RepeatOp))]
     assert reduce.kind.data == "max" and masked.kind.data == "min" and repeat.size.data == "curr"
     assert "size" not in reduce.properties and "size" not in masked.properties
-    assert ct.ReduceOp(reduce.input, 2, r, "sum").kind.data == "sum"
+    assert ct.ReduceOp(reduce.input, 2, "sum").kind.data == "sum"
     with pytest.raises(VerifyException, match="reduces by sum, min or max, not 'prod'"):
-        ct.ReduceOp(reduce.input, 2, r, "prod").verify()
+        ct.ReduceOp(reduce.input, 2, "prod").verify()

@@ -1,4 +1,4 @@
-// An Int plus a Float typed I: rejected by the result-letter check of BinaryOp.verify_, as one line error: file:line:col: ...
+// An Int plus a Float typed I: rejected by BinaryOp.verify_ (the result type is the one the op infers), as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -11,5 +11,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt binary_arith_letter.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}error: binary_arith_letter.mlir:6:5: 'cftensor.binary' op 'add' of a Float (type letter R) gives R, not I{{$}}
+// CHECK: {{^}}error: binary_arith_letter.mlir:6:5: 'cftensor.binary' op gives <R, [batch, curr], [1, 1]> from its operands, not <I, [batch, curr], [1, 1]>{{$}}
 // CHECK-NOT: {{.}}

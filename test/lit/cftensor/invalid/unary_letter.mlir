@@ -1,4 +1,4 @@
-// A negation (not) whose result is typed R, not a truth value: rejected by the result-letter check of UnaryOp.verify_, as one line error: file:line:col: ...
+// A negation (not) whose result is typed R, not a truth value: rejected by UnaryOp.verify_ (the result type is the one the op infers), as one line error: file:line:col: ...
 builtin.module {
   cftensor.rule "t" "Relu" {
     %x = cftensor.input "x" : !cftensor.t<R, [batch, curr], [1, 1]>
@@ -10,5 +10,5 @@ builtin.module {
 // RUN: cd %S && not cf-opt unary_letter.mlir 2> %t.err
 // RUN: filecheck %s --input-file %t.err
 // CHECK-NOT: Traceback
-// CHECK: {{^}}error: unary_letter.mlir:5:5: 'cftensor.unary' op 'not' gives a truth value (type letter B), not R{{$}}
+// CHECK: {{^}}error: unary_letter.mlir:5:5: 'cftensor.unary' op gives <B, [batch, curr], [1, 1]> from its operands, not <R, [batch, curr], [1, 1]>{{$}}
 // CHECK-NOT: {{.}}

@@ -14,10 +14,9 @@ import torch
 
 from cfmlir.certifiers import BASE_CERTIFIERS
 from cfruntime import contract
-from cfruntime import tensor as gb
-from cfruntime.flow.engine import run_certifier
 from cfruntime.network import network_from_model
 from cfruntime.network.builders import LAYER_OP_MODELS, layer_op_model
+from cftest.activation_nets import assert_bounds_are_values
 from cftest.nets import boxes
 
 CERTIFIERS = list(BASE_CERTIFIERS) + ["deeppoly_0", "deeppoly_2"]
@@ -58,12 +57,7 @@ def test_bounds_on_a_point_are_the_values(name, shipped):
         if missing_rules(cert, net):
             continue
         x = torch.rand(1, net.input_size, dtype=torch.float64, generator=x_gen) * 2 - 1
-        values = net.forward_all(x)
-        res = run_certifier(cert, net, x, x)
-        for layer in net.layers[1:]:
-            for m in ("l", "u"):
-                torch.testing.assert_close(gb.to_dense(res.store.get(layer.index, m)).reshape(1, -1), values[layer.index],
-                                           rtol=1e-9, atol=1e-9, msg=lambda s: f"{name} on {net_name}, layer {layer.index}: {s}")
+        assert_bounds_are_values(cert, net, x, f"{name} on {net_name}")
         ran += 1
     if not ran:
         pytest.skip(f"{name} has the rules of none of the models yet")

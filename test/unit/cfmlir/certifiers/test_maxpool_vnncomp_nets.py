@@ -13,16 +13,14 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
-from cfmlir.certifiers import BASE_CERTIFIERS, certifier_source
+from cfmlir.certifiers import certifier_source
 from cfmlir.compiler import compile_certifier, pipeline_for
 from cfmlir.interpreter.run import analyze, compile_source
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network import network_from_model
+from cftest.activation_nets import CERTIFIERS, assert_matches_interpreter_on
 from cftest.nets import boxes
-
-CERTIFIERS = list(BASE_CERTIFIERS) + ["deeppoly_0", "deeppoly_2"]
-MODES = [("planned", True), ("gbscr", True), ("dense", True), ("planned", False)]
 
 
 def _net(nodes, inits, in_dims, out_dims):
@@ -90,12 +88,8 @@ def _boxes(net):
 
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_compiled_equals_interpreter_and_is_sound(name, compiled_matches_interpreter, shipped):
-    for net_name in NETS:
-        net = network(net_name)
-        lb, ub = _boxes(net)
-        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, shipped.interpreted(name),
-                                     lambda rewrite: shipped.compiled(name, rewrite), MODES,
-                                     {"n_samples": 256, "n_vertices": 64, "pgd_steps": 20})
+    assert_matches_interpreter_on(NETS, network, _boxes, name, shipped, compiled_matches_interpreter,
+                                  {"n_samples": 256, "n_vertices": 64, "pgd_steps": 20})
 
 
 @pytest.mark.parametrize("net_name", ["maxpool", "maxpool_padded", "pad_maxpool"])

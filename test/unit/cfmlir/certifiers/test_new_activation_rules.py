@@ -10,15 +10,13 @@ from functools import lru_cache
 import pytest
 import torch
 
-from cfmlir.certifiers import BASE_CERTIFIERS
 from cfmlir.compiler import compile_certifier, pipeline_for
 from cfmlir.interpreter.run import analyze, compile_source
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network.graph import Layer, Network, elementwise_image
+from cftest.activation_nets import CERTIFIERS, affine, assert_exact_on_a_point, assert_matches_interpreter_on, boxes
 
-CERTIFIERS = list(BASE_CERTIFIERS) + ["deeppoly_0", "deeppoly_2"]
-MODES = [("planned", True), ("gbscr", True), ("dense", True), ("planned", False)]
 
 #: name -> (activation kind, alpha, scale of the pre-activations): scales put the kinks of each
 #: function inside the ranges the boxes give (Relu6's 6, HardTanh's -1 and 1, Elu's curved side).
@@ -40,10 +38,6 @@ NETS = {
 }
 
 
-def _affine(index, pred, w, b):
-    return Layer(index=index, kind="affine", shape=(w.shape[0],), preds=[pred], linear_kind="dense", weight=w, bias=b)
-
-
 @lru_cache(maxsize=None)
 def network(name, sizes=(3, 5, 4, 3), kind=None, alpha=None):
     """``input - (affine - activation) x 2 - affine`` with the activation of ``NETS[name]`` (or
@@ -57,18 +51,10 @@ def network(name, sizes=(3, 5, 4, 3), kind=None, alpha=None):
     for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
         w = torch.randn(n_out, n_in, generator=g, dtype=torch.float64) * scale / n_in ** 0.5
         b = torch.randn(n_out, generator=g, dtype=torch.float64) * scale * 0.3
-        layers.append(_affine(len(layers), len(layers) - 1, w, b))
+        layers.append(affine(len(layers), len(layers) - 1, w, b))
         if i < len(sizes) - 2:
             layers.append(Layer(index=len(layers), kind=kind, shape=(n_out,), preds=[len(layers) - 1], alpha=alpha))
     return Network(layers, source=f"{name}.handbuilt")
-
-
-def boxes(net, batch=4, seed=11):
-    """Boxes of several widths: narrow ones (most neurons on one side of a kink) and wide ones."""
-    g = torch.Generator().manual_seed(seed)
-    centre = torch.rand(batch, net.input_size, generator=g, dtype=torch.float64) * 2 - 1
-    radius = torch.tensor([0.02, 0.2, 0.6, 1.2], dtype=torch.float64)[:batch].unsqueeze(1)
-    return centre - radius, centre + radius
 
 
 #: The kinks of the piecewise functions (Elu, Softplus, Sigmoid, Tanh: where they change curvature).
@@ -99,12 +85,8 @@ def test_the_boxes_put_neurons_on_every_side_of_every_kink(shipped):
 
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_compiled_equals_interpreter_and_is_sound(name, compiled_matches_interpreter, shipped):
-    for net_name in NETS:
-        net = network(net_name)
-        lb, ub = boxes(net)
-        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, shipped.interpreted(name),
-                                     lambda rewrite: shipped.compiled(name, rewrite), MODES,
-                                     {"n_samples": 256, "n_vertices": 8, "pgd_steps": 20, "pgd_neurons": 32})
+    assert_matches_interpreter_on(NETS, network, boxes, name, shipped, compiled_matches_interpreter,
+                                  {"n_samples": 256, "n_vertices": 8, "pgd_steps": 20, "pgd_neurons": 32})
 
 
 def test_ibp_images_are_exact(shipped):
@@ -124,15 +106,7 @@ def test_ibp_images_are_exact(shipped):
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_exact_on_a_point(name, shipped):
     """On a box that is one point every certifier's bounds of every layer are the network's values."""
-    for net_name in NETS:
-        net = network(net_name)
-        x = boxes(net)[0][:2]
-        values = net.forward_all(x)
-        res = run_certifier(shipped.compiled(name, True), net, x, x)
-        for layer in net.layers[1:]:
-            for m in ("l", "u"):
-                torch.testing.assert_close(gb.to_dense(res.store.get(layer.index, m)).expand(2, -1), values[layer.index],
-                                           rtol=1e-9, atol=1e-9, msg=lambda s: f"{name} on {net_name}, layer {layer.index} '{m}': {s}")
+    assert_exact_on_a_point(name, shipped.compiled(name, True), NETS, network)
 
 
 @pytest.mark.parametrize("name", CERTIFIERS)

@@ -12,18 +12,12 @@ from functools import lru_cache
 import pytest
 import torch
 
-from cfmlir.certifiers import BASE_CERTIFIERS
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network.graph import Layer, Network, binary_image, elementwise_image
+from cftest.activation_nets import CERTIFIERS, affine, assert_exact_on_a_point, assert_matches_interpreter_on, boxes
 
-CERTIFIERS = list(BASE_CERTIFIERS) + ["deeppoly_0", "deeppoly_2"]
-MODES = [("planned", True), ("gbscr", True), ("dense", True), ("planned", False)]
 CHECK = {"n_samples": 256, "n_vertices": 8, "pgd_steps": 20, "pgd_neurons": 32}
-
-
-def _affine(index, pred, w, b):
-    return Layer(index=index, kind="affine", shape=(w.shape[0],), preds=[pred], linear_kind="dense", weight=w, bias=b)
 
 
 def _dense(g, n_out, n_in, scale=1.5):
@@ -101,13 +95,6 @@ UNARY = {"sign": 2.0, "floor": 3.0, "sin": 4.0, "cos": 4.0, "exp": 1.0}
 NETS = ("product", "reciprocal", "softmax") + tuple(UNARY)
 
 
-def boxes(net, batch=4, seed=11):
-    g = torch.Generator().manual_seed(seed)
-    centre = torch.rand(batch, net.input_size, generator=g, dtype=torch.float64) * 2 - 1
-    radius = torch.tensor([0.02, 0.2, 0.6, 1.2], dtype=torch.float64)[:batch].unsqueeze(1)
-    return centre - radius, centre + radius
-
-
 def test_the_operands_take_both_signs(shipped):
     """The products' operands lie below 0, above 0 and across 0 in some boxes (every corner matters)."""
     for name in ("product",):
@@ -127,24 +114,12 @@ def test_the_operands_take_both_signs(shipped):
 
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_compiled_equals_interpreter_and_is_sound(name, compiled_matches_interpreter, shipped):
-    for net_name in NETS:
-        net = network(net_name)
-        lb, ub = boxes(net)
-        compiled_matches_interpreter(f"{name} on {net_name}", net, lb, ub, shipped.interpreted(name),
-                                     lambda rewrite: shipped.compiled(name, rewrite), MODES, CHECK)
+    assert_matches_interpreter_on(NETS, network, boxes, name, shipped, compiled_matches_interpreter, CHECK)
 
 
 @pytest.mark.parametrize("name", CERTIFIERS)
 def test_exact_on_a_point(name, shipped):
-    for net_name in NETS:
-        net = network(net_name)
-        x = boxes(net)[0][:2]
-        values = net.forward_all(x)
-        res = run_certifier(shipped.compiled(name, True), net, x, x)
-        for layer in net.layers[1:]:
-            for m in ("l", "u"):
-                torch.testing.assert_close(gb.to_dense(res.store.get(layer.index, m)).expand(2, -1), values[layer.index],
-                                           rtol=1e-9, atol=1e-9, msg=lambda s: f"{name} on {net_name}, layer {layer.index}: {s}")
+    assert_exact_on_a_point(name, shipped.compiled(name, True), NETS, network)
 
 
 def test_ibp_images_are_exact(shipped):
