@@ -96,7 +96,11 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
      pre-charged with ``rho`` at least this layer's, ``b = b0 - delta`` with ``delta >= rho m_pred``,
      and every later concretisation term against ``x = F b`` (the stored value) either meets ``x = 0``
      (an exact product, no rounding) or receives ``F delta >= rho |x|``: the term's own share of the
-     sum's rounding, as section 1 needs; ``m_k = F m_pred`` bounds ``|x|`` and the true values.
+     sum's rounding, as section 1 needs; ``m_k = F m_pred`` bounds ``|x|`` and the true values.  With
+     polyhedra (``F <= 1``) ``m_k = max(-l, u)`` of the stored bounds instead (2 operations): it bounds them
+     and the true values too (sound bounds, ``l <= u``), is at most ``m_pred``, and is 0 for a ReLU that is
+     off, whose neurons then add nothing to the next layer's ``|W| . m`` (mnist 9x200 DeepPoly: 93 -> 94
+     certified of 95).
    * *Inexact Float bounds* use ``mt = max(-lo, hi)`` for ``max(|lo|, |hi|)``: the rule is sound, so
      ``lo - e <= v <= hi + e'`` with its own rounding ``e, e' <= rho_post M + A`` (``M = max(|lo|, |hi|)``),
      hence ``lo - hi <= e + e'`` and ``M <= mt + max(0, lo - hi) <= (mt + 2A) / (1 - 2 rho_post)``: the
@@ -587,6 +591,7 @@ class Widening:
         self.fixups: list[tuple[int, str, object]] = []  # (layer, member, value) the engine stores again
         self._bases: dict[int, torch.Tensor] = {}  # centred layer -> its widening's bias terms (this run)
         self._m_views: dict[int, torch.Tensor] = {}
+        self.within_pred: set[int] = set()  # layers whose m_k is at most their predecessor's
 
     # -- counts ---------------------------------------------------------------------------------------
     def _g(self, n: float) -> float:
@@ -713,7 +718,14 @@ class Widening:
         rho = self.plan.rho[k]
         if kind == "transparent":  # the predecessor's pre-charge passes through (section 7)
             mp = self._m(layer.preds[0])
-            self.mags[k] = mp if f <= 1 else mp * f
+            if self.pairs and f <= 1 and self.plan.succ[k]:
+                # the stored bounds' own magnitude (sound bounds, lo <= hi: >= |v| and >= |lo|, |hi|;
+                # <= m_pred): 0 for a ReLU that is off, so the substitutions through the next layer
+                # charge nothing for it (section 2's |W| . m_pred)
+                self.mags[k] = torch.maximum(-lo, hi)
+                self.within_pred.add(k)
+            else:
+                self.mags[k] = mp if f <= 1 else mp * f
             return lo, hi
         if kind in ("input", "exact"):  # no rounding of their own: the pre-charge only
             src = torch.maximum(-lo, hi) if kind == "input" else self._pred_m(layer)
@@ -844,14 +856,15 @@ class Widening:
         sf = self.safety
         # section 4's rc (m_k + 2 m_pred): 3 rc m_pred when m_k is the predecessor's, inside the
         # (|a| + |b|) product when that is at least 1 (a 0/1 lower relaxation)
-        c_p = c_m + (3 * rc if unit and mk is mp else 0.0)
+        small = mk is mp or k in self.within_pred  # m_k <= m_pred
+        c_p = c_m + (3 * rc if unit and small else 0.0)
         t = torch.add(left, mp, alpha=c_p / c_w) if left is not None else mp
         ct = sf * c_w if left is not None else sf * c_p
         if isinstance(kabs, torch.Tensor):
             neg = self._full(kabs * (-sf * (2 * gn + rc)))
         else:
             neg = torch.full((self.batch, layer.size), -sf * (2 * gn + rc) * kabs, dtype=self.dtype, device=self.device)
-        if not (unit and mk is mp):
+        if not (unit and small):
             neg.add_(mk, alpha=-sf * rc).add_(mp, alpha=-sf * 2 * rc)
         neg.addcmul_(ab, t, value=-ct)
         ae = (self.rho_post + rc) * _absolute_error(layer)

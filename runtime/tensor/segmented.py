@@ -120,7 +120,9 @@ class Segmented:
         dim %= self.ndim + 1
         shape = self.shape[:dim] + (1,) + self.shape[dim:]
         parts = {s: p.unsqueeze(dim) if isinstance(p, torch.Tensor) else p.add_dim(dim, 0) for s, p in self.parts.items()}
-        return self.like(parts, shape, self.sdim + (1 if dim <= self.sdim else 0))
+        out = self.like(parts, shape, self.sdim + (1 if dim <= self.sdim else 0))
+        out.memo = {("unit", dim): self.parts}  # removing the added unit dimension again gives these parts
+        return out
 
     def remove_dim(self, dim: int) -> "Segmented":
         dim %= self.ndim

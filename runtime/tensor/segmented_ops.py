@@ -84,7 +84,7 @@ def _bmm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return torch.bmm(a.expand(bb, -1, -1), b)
         if bb == 1:  # one matrix for the whole batch: a single matrix product over the stacked rows
             if a.is_contiguous():
-                return torch.mm(a.view(-1, a.shape[2]), b[0]).view(ba, a.shape[1], b.shape[2])
+                return torch.mm(a.view(-1, a.shape[2]), _kept_view(b, "m0", lambda: b[0])).view(ba, a.shape[1], b.shape[2])
             return torch.bmm(a, b.expand(ba, -1, -1))
     return torch.matmul(a, b)
 
@@ -451,7 +451,7 @@ def _mm(a, b):
     da = isinstance(a, DiagonalBlock) and a.delta == len(a.shape) - 2
     db = isinstance(b, DiagonalBlock) and b.delta == len(b.shape) - 2
     if ta and db:
-        return a * b.core.unsqueeze(-2)
+        return a * _row(b.core)
     if da and tb:
         return a.core.unsqueeze(-1) * b
     if da and db:
@@ -580,7 +580,7 @@ def _split_through(x, pos, neg, same: bool):
             if isinstance(xm, torch.Tensor) and _is_row_diag(pm) and _is_row_diag(nm):
                 # x+ diag(p) + x- diag(n), column by column: x * (x >= 0 ? p : n) for small x, else
                 # x * n + x+ * (p - n) (torch's broadcasting where is slow on big tensors)
-                dp, dn = pm.core.unsqueeze(-2), nm.core.unsqueeze(-2)
+                dp, dn = _row(pm.core), _row(nm.core)
                 if xm.numel() <= SMALL_PRODUCT:
                     sign = (xm >= 0) if sign is None else sign
                     term = xm * torch.where(sign, dp, dn)
@@ -640,6 +640,18 @@ def mark_constant(t):
     return t
 
 
+def _kept_view(t: torch.Tensor, key: str, make):
+    """A view of ``t`` made once and kept on it (a layer's weights are read by both traverses and every
+    batch: the view costs a dispatcher operation each time); made afresh when ``t`` requires gradients
+    (a view kept from a ``no_grad`` run would not carry them)."""
+    return make() if t.requires_grad else _memo(t, key, make)
+
+
+def _row(core: torch.Tensor) -> torch.Tensor:
+    """A diagonal's ``core [.., k]`` as the row ``[.., 1, k]`` (a view, made once per core)."""
+    return _kept_view(core, "row", lambda: core.unsqueeze(-2))
+
+
 def _is_constant(t) -> bool:
     return getattr(t, "__dict__", {}).get("_cf_constant", False)
 
@@ -658,7 +670,7 @@ def _dot_last(xx, v):
             if _product_numel(xx, v) <= SMALL_PRODUCT:
                 return (xx * v).sum(-1)
             if xx.shape[0] == 1 and v.shape[0] != 1:  # shared weights against a batch: one matrix product
-                return torch.mm(v.reshape(v.shape[0], v.shape[2]), xx[0].t())
+                return torch.mm(v.reshape(v.shape[0], v.shape[2]), _kept_view(xx, "t0", lambda: xx[0].t()))
             return _bmm(xx, _column(v)).squeeze(-1)
         return (xx * v).sum(-1)
     out = _mm(xx, v.transpose(-1, -2))
@@ -783,7 +795,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
             if same or p is n:
                 term = None if p is None else _mm(xm, p)
             elif isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
-                dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)  # x+ diag(p) + x- diag(n), column by column
+                dp, dn = _row(p.core), _row(n.core)  # x+ diag(p) + x- diag(n), column by column
                 if xm.numel() <= SMALL_PRODUCT:
                     term = xm * torch.where(xm >= 0, dp, dn)
                 else:  # x * n + x+ * (p - n), in place on the fresh temporaries
@@ -840,7 +852,7 @@ def _one_big_diagonal(xm, lparts, uparts, keys):
     p, n = lparts.get(keys[0]), uparts.get(keys[0])
     if p is n or not (_is_row_diag(p) and _is_row_diag(n)):
         return None
-    dp, dn = p.core.unsqueeze(-2), n.core.unsqueeze(-2)
+    dp, dn = _row(p.core), _row(n.core)
     if dp.dtype != xm.dtype or dn.dtype != xm.dtype or _bshape(tuple(xm.shape), tuple(dp.shape), tuple(dn.shape)) != tuple(xm.shape):
         return None
     return dp, dn

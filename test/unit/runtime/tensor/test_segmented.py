@@ -209,3 +209,37 @@ def test_substitution_step_equals_its_definition(seed):
         want_const = _split_dense(c, kl, upper.const, 2)
         close(got.coeff, want_coeff)
         close(got.const, want_const)
+
+
+def test_removing_an_added_unit_dimension_gives_the_parts_back_without_operations():
+    """``add_dim`` then ``without_unit_dim`` of the same dimension (a traverse reads a stored polyhedron
+    laid out with a unit dimension, the substitution removes it): the original parts, no squeeze."""
+    x = random_seg(torch.Generator().manual_seed(3), kinds=["dense", "bcast", "diag", "absent"])
+    y = x.add_dim(1)
+    with OpCounter() as c:
+        parts = y.without_unit_dim(1)
+    assert c.ops == 0
+    assert all(parts[s] is p for s, p in x.parts.items()) and set(parts) == set(x.parts)
+    assert torch.equal(gb.to_dense(y), gb.to_dense(x).unsqueeze(1))
+
+
+def test_weight_views_are_made_once_and_never_kept_for_gradients():
+    """A shared weight against a batch (``_dot_last``) makes its transposed view once; a weight that
+    requires gradients gets a fresh view every time, so a run under ``no_grad`` cannot leave a view
+    without gradients behind."""
+    g = torch.Generator().manual_seed(0)
+    w = torch.randn(1, 100, 120, generator=g, dtype=torch.float64)  # big enough for the matrix product path
+    v = torch.randn(3, 1, 120, generator=g, dtype=torch.float64)
+    assert so._product_numel(w, v) > so.SMALL_PRODUCT
+    ref = (w * v).sum(-1)
+    first = so._dot_last(w, v)
+    with OpCounter() as c:
+        again = so._dot_last(w, v)
+    assert torch.allclose(first, ref) and torch.equal(first, again)
+    assert c.by_name["t"] == 0 and c.by_name["select"] == 0  # the view was kept
+    wg = w.clone().requires_grad_(True)
+    with torch.no_grad():
+        so._dot_last(wg, v)
+    out = so._dot_last(wg, v)
+    out.sum().backward()
+    assert torch.allclose(wg.grad, v.sum(0, keepdim=True).expand_as(w))
