@@ -28,7 +28,8 @@ bound > 0).  ``--layer-bounds`` (with ``--json``) adds ``"layer_bounds": {layer:
 its own column unzeroed).  The same analysis is :func:`cfmlir.certify` (:mod:`cfmlir.api`).  VNN-LIB mode writes ``{"certifier", "network", "vnnlib", "verdict", "regions":
 [{"row_lb": [...], "row_ub": [...]}], "times": {...}, "provenance": {...}}`` with the verdict ``unsat`` (every disjunct of
 the counterexample region refuted), ``sat`` (a concrete counterexample found by sampling/PGD and
-confirmed by the network, ``"counterexample": {"x", "y", "region", "disjunct"}``) or ``unknown``.  ``.onnx.gz`` and ``.vnnlib.gz`` files are read transparently.
+confirmed by the network, ``"counterexample": {"x", "y", "region", "disjunct"}``; the attack runs before any bounding
+pass, so a sat instance has ``"regions": []``) or ``unknown``.  ``.onnx.gz`` and ``.vnnlib.gz`` files are read transparently.
 A property one pass leaves ``unknown`` is split over its input box (``--split auto|on|off``, ``--max-boxes N``;
 :mod:`cfmlir.input_splitting`; the JSON then has ``"split": {"boxes", "rounds", "stopped"}``).
 

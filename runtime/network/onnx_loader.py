@@ -857,9 +857,24 @@ class _Loader:
         x = ins[0]
         if not isinstance(x, _Lin) or any(isinstance(v, _Lin) for v in ins[1:]):
             raise self.unsupported(node, "data-dependent weights")
-        if len(x.shape) != 4 or x.shape[0] != 1:
-            raise self.unsupported(node, f"Conv on a tensor of shape {list(x.shape)} (only 2-D convolutions of one sample)")
         K = np.asarray(self.const(node, node.input[1], "weight"), dtype=np.float64)
+        if len(x.shape) == 3 and x.shape[0] == 1 and K.ndim == 3:
+            # a 1-D convolution is the 2-D one of a height-1 image; [1, C, L] and [1, C, 1, L] (and the
+            # outputs [1, O, L'] and [1, O, 1, L']) have the same flat order
+            one = lambda v, pad=0: [pad, *v] if v is not None else None  # noqa: E731
+            pads = a.get("pads")
+            a2 = {**a, "kernel_shape": one(a.get("kernel_shape"), 1), "strides": one(a.get("strides"), 1),
+                  "dilations": one(a.get("dilations"), 1),
+                  "pads": None if pads is None else [0, pads[0], 0, pads[1]]}
+            y = self.conv2d(node, self.reshaped(x, node, (1, x.shape[1], 1, x.shape[2]), "Conv (1-D)"), ins, K[:, :, None, :],
+                            {k: v for k, v in a2.items() if v is not None})
+            return self.reshaped(y, node, (1, y.shape[1], y.shape[3]), "Conv (1-D)")
+        if len(x.shape) != 4 or x.shape[0] != 1:
+            raise self.unsupported(node, f"Conv on a tensor of shape {list(x.shape)} (only 1-D and 2-D convolutions of one sample)")
+        return self.conv2d(node, x, ins, K, a)
+
+    def conv2d(self, node, x, ins, K, a):
+        """The layer of a 2-D convolution of ``x`` ([1, C, H, W]) by the constant kernel ``K`` ([O, C, kh, kw])."""
         if a.get("group", 1) != 1:
             raise self.unsupported(node, f"group={a.get('group')} (grouped convolutions are not supported)")
         C, H, W = x.shape[1:]
