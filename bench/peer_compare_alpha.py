@@ -9,7 +9,9 @@ in float32, with the same settings: 20 iterations of Adam, learning rate 0.5 dec
 iteration, parameters initialised to CROWN/DeepPoly's slopes, keep-best, patience 10, no early stop
 (``OptimizeOptions(early_stop=False)``; auto_LiRPA's ``stop_criterion_func`` is never true by default),
 lower bounds only (auto_LiRPA ``bound_upper=False``).  Ours iterates unwidened and ends with one
-widened run (rigorous float32 bounds; ``--widen off`` skips it).  auto_LiRPA runs with its default
+widened float64 run (rigorous bounds; ``--widen off`` skips it).  The peer environment needs torch
+2.13: in torch 2.14 auto_LiRPA's alphas get no gradient (see :func:`clamp_gradient_at_bounds`; the
+script warns).  auto_LiRPA runs with its default
 options (sparse intermediate bounds, patches for convolutions: its alphas of a convolution's bounds are
 shared per output channel, ours are per neuron).  Timing: a warm-up batch, then the minimum over
 ``--repeat`` runs of every batch; margins: ours minus theirs (>= -1e-3 is "at least as tight"),
@@ -120,7 +122,12 @@ def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: 
         ops_o, syncs_o = _count(lambda: ours(batches[0]))
         it_o = ours.reports[-1].iterations
         idx, bx = peer.peer.tensor(batches[0])
+        # counted over exactly ITERATIONS iterations (its early stop after 10 without improvement off for
+        # the count only: the timed runs keep it), so that the division by ITERATIONS is per iteration
+        opts = peer.peer.module.bound_opts["optimize_bound_args"]
+        patience, opts["early_stop_patience"] = opts["early_stop_patience"], ITERATIONS + 1
         ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
+        opts["early_stop_patience"] = patience
         rec.update(status="ok", ours_s=t_ours, peer_s=t_peer, ratio=t_ours / t_peer, certified_ours=cert_ours,
                    certified_peer=cert_peer, ops_per_iter_ours=ops_o / it_o, syncs_per_iter_ours=syncs_o / it_o,
                    ops_per_iter_peer=ops_p / ITERATIONS, syncs_per_iter_peer=syncs_p / ITERATIONS,
@@ -140,8 +147,21 @@ def print_alpha(r: dict) -> None:
         f"{r['margin_mean_ours_minus_peer']:9.2e}"))
 
 
+def clamp_gradient_at_bounds() -> float:
+    """The gradient torch gives ``clamp(x, 0., 1.)`` at ``x = 0`` and ``x = 1``: 1 up to torch 2.13; 0 in
+    torch 2.14, where auto_LiRPA's alphas, initialised at exactly 0 or 1 and clamped with number bounds
+    (``BoundRelu._relu_mask_alpha``), get no gradient at all: its alpha-CROWN then never moves off its
+    initial (CROWN) slopes and stops after ``early_stop_patience`` iterations."""
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    (g,) = torch.autograd.grad(torch.clamp(x, min=0.0, max=1.0).sum(), x)
+    return float(g.min())
+
+
 def run_alpha(rows: str, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> list[dict]:
     chosen = ALPHA_ROWS if rows == "all" else [r for r in ALPHA_ROWS if r.name in rows.split(",")]
+    if clamp_gradient_at_bounds() == 0.0:
+        print(f"warning: torch {torch.__version__} gives clamp no gradient at its bounds: auto_LiRPA's alpha-CROWN "
+              f"does not optimise here (it stays at CROWN); use torch 2.13 in the peer environment", flush=True)
     print(HEADER)
     out = []
     for row in chosen:

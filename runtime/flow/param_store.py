@@ -94,10 +94,16 @@ class ParamStore:
         step; the rules project anyway, this keeps the raw values from drifting far outside)."""
         for (name, _s, k, mode), t in self.raw.items():
             lo, hi = self.last_domains[(name, k)]
-            lo, hi = lo.detach(), hi.detach()
             if mode == PAIR:
                 lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
-            t.copy_(project(t, lo, hi))
+            t.clamp_(min=lo, max=hi)
+
+    @torch.no_grad()
+    def cast_(self, dtype: torch.dtype) -> None:
+        """Every raw tensor in ``dtype`` from now on (a final run in another precision than the
+        optimisation's: the values, not an optimiser's leaves any more)."""
+        self.raw = {k: t.detach().to(dtype) for k, t in self.raw.items()}
+        self.requires_grad = False
 
     def value_at(self, name: str, sample: int, reader_layer: int, reader_pos: int, layer: int, pos: int) -> float:
         """The raw value ``a_s(n)`` for ``s`` at ``reader_pos`` of ``reader_layer`` and ``n`` at ``pos`` of
