@@ -206,7 +206,8 @@ def cfmlir_bounds(certifier: str, **options):
 
     def bounds_for(model):
         bounded = cfmlir.BoundedNetwork(model, certifier, **options)
-        return model, lambda lo, hi, C: bounded.bounds(box=(lo, hi), C=C)[0]
+        # the lower bounds only (as auto_LiRPA's bound_upper=False): the loss reads no upper bound
+        return model, lambda lo, hi, C: bounded.bounds(box=(lo, hi), C=C, bound_upper=False)[0]
     return bounds_for
 
 

@@ -144,7 +144,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
                   widen: bool | None = None, check_finite: bool = True, params=None,
-                  bound_overrides: dict | None = None) -> EngineResult:
+                  bound_overrides: dict | None = None, bound_upper: bool = True) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -190,7 +190,16 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
 
     ``bound_overrides`` (``{layer: BoundOverride}``, :mod:`cfruntime.flow.overrides`): per-row bounds that
     tighten (or replace) a layer's Float lower/upper members right after its rule, as a branch-and-bound
-    search fixes a split neuron's sign or reuses a parent domain's bounds; never replayed as a CUDA graph."""
+    search fixes a split neuron's sign or reuses a parent domain's bounds; never replayed as a CUDA graph.
+
+    ``bound_upper=False`` (auto_LiRPA's option of that name): the last layer's Float upper member is
+    reported as ``+inf``, trivially sound, and, without widening, not computed (its rule runs without
+    it, :func:`cfruntime.flow.specialise.rule_without`: CROWN-IBP's upper back-substitution is half its
+    work; the widening of the lower bound reads the upper one, so a widened run computes it); every
+    other member and layer is as with ``True``, so the lower bounds are the same.  For a loss that reads only
+    the lower bounds (certified training); never replayed as a CUDA graph."""
+    if not bound_upper:
+        graph = False
     if bound_overrides:
         from cfruntime.flow.overrides import check_overrides
 
@@ -221,7 +230,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
             return EngineResult(out[0], out[1], None, out[2])
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
         res = _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params,
-                   bound_overrides or None)
+                   bound_overrides or None, bound_upper)
     if check_finite and not finite.is_finite(res.finite):
         raise finite.locate(res.store, network, finite.float_members(cert.members), dtype)
     return res
@@ -273,7 +282,7 @@ def _full_precision_float32():
 
 
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
-         params=None, overrides=None) -> EngineResult:
+         params=None, overrides=None, bound_upper: bool = True) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     infs = []  # the (-inf, inf) scalars of the outward roundings, made once
@@ -311,12 +320,12 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         inits = out_of_memory_at(lambda: _widened(wide.input, inits, grad, n0), 0, "input", b, rep.device)
     for name, _, _ in members:
         store.put(0, name, inits[name])
-    bound_pos = None
+    names = [n for n, _, _ in members]
+    bound_pos = (names.index(lo_name), names.index(hi_name))
     if overrides is not None:
         overrides = {k: ov.cast(dtype, rep.device) for k, ov in overrides.items()}
-        names = [n for n, _, _ in members]
-        bound_pos = (names.index(lo_name), names.index(hi_name))
     given = set()  # (layer, member) replaced by the caller's bounds: theirs, not checked (inf = not wanted)
+    last = layers[-1].index
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
     for layer in layers[1:]:
@@ -325,6 +334,9 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
         failed = None
         ov = overrides.get(layer.index) if overrides is not None else None
+        no_upper = not bound_upper and layer.index == last and ov is None
+        # the widening of the lower bound reads the rule's upper one: computed then, only reported +inf
+        skip_upper = no_upper and wide is None
         try:
             if ov is not None and ov.replace:  # the rule without the Float bounds given, then those
                 sides = [(pos, v) for pos, v, side in zip(bound_pos, (ov.lower, ov.upper), ("lower", "upper"))
@@ -332,6 +344,9 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
                 values = list(rule_without(cert, op, tuple(pos for pos, _ in sides))(rt, ctx))
                 for pos, v in sides:
                     values[pos] = v
+            elif skip_upper:  # the upper bound is not wanted: not computed, +inf (given below)
+                values = list(rule_without(cert, op, (bound_pos[1],))(rt, ctx))
+                values[bound_pos[1]] = float("inf")
             else:
                 values = cert.rules[op](rt, ctx)
             mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
@@ -340,6 +355,9 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
                                 cert.noise.get(op, 0) >= 1)
                 for k, name, value in wide.take_fixups():  # a predecessor's constants moved after all
                     store.replace(k, name, carry_values({name: value}, {name: store.get(k, name)})[name] if grad else value)
+            if no_upper:  # +inf whatever the widening made of it
+                mats[hi_name] = torch.full((b, layer.size), float("inf"), dtype=rep.dtype, device=rep.device)
+                given.add((layer.index, hi_name))
             if ov is not None:
                 mats[lo_name], mats[hi_name] = ov.apply(mats[lo_name], mats[hi_name])
                 given.update((layer.index, name) for name, side in ((lo_name, "lower"), (hi_name, "upper"))
@@ -358,7 +376,6 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         sym = new_sym
         for k in last_reader.get(layer.index, ()):  # no later rule reads them: free the expressions
             store.release(k, freeable)
-    last = layers[-1].index
     lower = gb.to_dense(store.get(last, lo_name))
     upper = gb.to_dense(store.get(last, hi_name))
     if bias_errors is not None:  # the input layer's reported bounds: the box, not its centred version
