@@ -232,6 +232,9 @@ class CertifierBounding:
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
+                with torch.no_grad():  # projected: the raw values stay in the multipliers' domain
+                    for v in raw.values():
+                        v.clamp_(min=0)
                 del res, lower, loss
             if self.check is not None:
                 self.check(self.mnet, lb[a:b], ub[a:b], self._best_layers(domains, a, b, best_rows), self.region,
