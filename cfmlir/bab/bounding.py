@@ -183,14 +183,16 @@ class CertifierBounding:
         out[last] = (lower, torch.full_like(lower, torch.inf))
         return out
 
-    def optimize_beta(self, domains: Domains, objective, iterations: int, lr: float):
+    def optimize_beta(self, domains: Domains, objective, iterations: int, lr: float, alpha_lr: float = 0.1):
         """Each domain's multipliers optimised for its rows (beta-CROWN's loop): projected Adam on the
         values of its open disjuncts, from the domain's own ``beta<k>`` (its parent's: a warm start).
         Returns ``(rows [P, R], {k: beta [P, R, n_k]})``: per domain the element-wise best rows of every
         iteration (each is a bound on the domain: every iterate has ``beta >= 0``) and the multipliers of the
-        iteration whose value was best.  The soundness check sees the best rows of every batch."""
+        iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are optimised
+        with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.  The soundness check sees the best rows of every batch."""
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
+        from cfruntime.flow.param_store import ParamStore
 
         dtype = self.options["dtype"]
         rows_out, betas_out = [], {k: [] for k in self.beta_layers}
@@ -200,6 +202,10 @@ class CertifierBounding:
             raw = {k: domains[beta_key(k)][a:b].to(torch.float64).clone().requires_grad_(True) for k in self.beta_layers}
             signs = {k: domains[split_key(k)][a:b] for k in self.beta_layers}
             opt = torch.optim.Adam(list(raw.values()), lr=lr)
+            # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
+            # their initial values (any values are sound; the store makes them on the first run)
+            params = ParamStore(requires_grad=True) if getattr(self.cert, "params", None) else None
+            extra = {} if params is None else {"params": params}
             best_rows = best_value = None
             best_beta = {}
             for it in range(iterations):
@@ -210,7 +216,9 @@ class CertifierBounding:
                 last = it == iterations - 1
                 with torch.enable_grad() if not last else torch.no_grad():
                     res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
-                                        **self.options)
+                                        **extra, **self.options)
+                if params is not None and it == 0 and params.tensors():
+                    opt.add_param_group({"params": params.tensors(), "lr": alpha_lr})
                 lower = res.lower.to("cpu", torch.float64)
                 self.rows_bounded += b - a
                 with torch.no_grad():
@@ -235,6 +243,8 @@ class CertifierBounding:
                 with torch.no_grad():  # projected: the raw values stay in the multipliers' domain
                     for v in raw.values():
                         v.clamp_(min=0)
+                if params is not None:
+                    params.project_()
                 del res, lower, loss
             if self.check is not None:
                 self.check(self.mnet, lb[a:b], ub[a:b], self._best_layers(domains, a, b, best_rows), self.region,

@@ -67,12 +67,12 @@ def _inside(st, d, vals, r):
     return ok
 
 
-@pytest.mark.parametrize("spec", ["deeppoly", "skippoly", "deepz"])
+@pytest.mark.parametrize("spec", ["deeppoly", "skippoly", "deepz", "alpha_deeppoly"])
 @pytest.mark.parametrize("seed", range(3))
 def test_bounds_hold_at_any_multipliers(shipped, spec, seed):
     """Random subdomains (up to 6 splits over 3 hidden layers) and random multipliers from 0 to 1e3: every
     row bound of the Lagrangian network holds on the sampled points of its subdomain; at ``beta = 0`` it is
-    the plain bound."""
+    the plain bound.  The optimised rows hold too (with alpha_deeppoly: its slopes optimised with beta)."""
     g = torch.Generator().manual_seed(seed)
     net = mlp([3, 10, 10, 10, 2], seed=seed)
     A = torch.tensor([[1.0, -1.0], [-1.0, 1.0]], dtype=torch.float64)
