@@ -10,8 +10,9 @@ the subdomains each needs to decide an instance, and what each decides within a 
 is decided by :func:`cfmlir.verify_property` with ReLU branching (``BabOptions(branching="relu",
 max_domains=BUDGET)``) twice, ``beta=False`` and ``beta=True``; the table gives per instance the verdict,
 the subdomains, the engine rows (FSB candidates and beta iterations included) and the official answer
-(``--reference``: ``results_csv/`` of ``stanleybak/vnncomp2021_results``), and per benchmark the decided
-counts at the budget.  One pass decides some instances before any branching: they count as decided with 1
+(``--reference``: ``results_csv/`` of ``stanleybak/vnncomp2021_results``), the smallest value left in the
+pool at the end (``worst``: the search's global bound of the property's slack; higher is closer to
+``unsat``), and per benchmark the decided counts at the budget.  One pass decides some instances before any branching: they count as decided with 1
 subdomain on both sides.
 """
 
@@ -34,13 +35,19 @@ def run_one(cert, onnx: Path, vnnlib: Path, budget: int, beta: bool) -> dict:
     import cfmlir
     from cfmlir.bab import BabOptions
 
+    from cfmlir import api
+    from cfmlir.bab.driver import run_bab
+
     t0 = time.process_time()
-    out = cfmlir.verify_property(cert, str(onnx), str(vnnlib),
-                                 options=BabOptions(branching="relu", max_domains=budget, beta=beta))
+    net = api._raw(api.load_network(str(onnx)))
+    prop = api.load_vnnlib(str(vnnlib), net)
+    worst = []
+    out = run_bab(cert.compiled, net, prop, options=BabOptions(branching="relu", max_domains=budget, beta=beta),
+                  on_round=lambda progress: worst.append(progress["worst"]))
     st = out.stats
     return {"verdict": out.verdict, "stopped": out.stopped, "domains": st["domains"], "rows": st["bounded"],
             "rounds": st["rounds"], "leaves": st["leaves"], "beta": st.get("beta"),
-            "cpu_s": time.process_time() - t0}
+            "worst_at_end": worst[-1] if worst else None, "cpu_s": time.process_time() - t0}
 
 
 def main(argv=None) -> int:
@@ -61,7 +68,7 @@ def main(argv=None) -> int:
     cert = cfmlir.compile(args.certifier)
     reference = reference_verdicts(args.reference) if args.reference else None
     rows, summary = [], {}
-    print(f"{'benchmark':10} {'instance':42} {'official':8} | {'no beta':24} | {'beta':24}")
+    print(f"{'benchmark':10} {'instance':42} {'official':8} | {'no beta':44} | {'beta':44}")
     for bench in args.benchmarks.split(","):
         folder = Path(args.benchmarks_dir) / bench
         csv_path = instances_csv(folder)
@@ -74,9 +81,11 @@ def main(argv=None) -> int:
             for beta in (False, True):
                 row["beta" if beta else "plain"] = run_one(cert, folder / onnx, folder / vnnlib, args.budget, beta)
             rows.append(row)
-            cell = {k: f"{row[k]['verdict']:7} {row[k]['domains']:6} dom {row[k]['rows']:7} rows" for k in ("plain", "beta")}
+            cell = {k: f"{row[k]['verdict']:7} {row[k]['domains']:6} dom {row[k]['rows']:7} rows worst "
+                       f"{row[k]['worst_at_end'] if row[k]['worst_at_end'] is not None else float('nan'):9.4f}"
+                    for k in ("plain", "beta")}
             name = f"{Path(onnx).stem}/{Path(vnnlib).stem}"[:42]
-            print(f"{bench:10} {name:42} {row['official'] or '-':8} | {cell['plain']:24} | {cell['beta']:24}", flush=True)
+            print(f"{bench:10} {name:42} {row['official'] or '-':8} | {cell['plain']:44} | {cell['beta']:44}", flush=True)
         mine = [r for r in rows if r["benchmark"] == bench]
         summary[bench] = {k: {"decided": sum(r[k]["verdict"] in ("unsat", "sat") for r in mine),
                               "wrong": sum(1 for r in mine if r["official"] and r[k]["verdict"] in ("unsat", "sat")

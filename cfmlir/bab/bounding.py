@@ -71,6 +71,12 @@ class CertifierBounding:
         self.batch_size = batch_size
         self.check, self.region = check, region
         self.rows_bounded = 0  # engine rows computed (every domain and every candidate child)
+        from cfruntime.flow import widening
+
+        #: a widened run (float32) charges rounding errors by the magnitudes of every stored bound, so a
+        #: placeholder bound (the rows' unwanted upper ends, the Lagrangian layers') would swamp the rows:
+        #: there the rows' upper bounds are computed and no multipliers are used
+        self.widened = bool(widening.widened(dtype) if widen is None else widen)
         #: split layers whose constraints enter the bound through multipliers (``domains["beta<k>"]``,
         #: :mod:`cfmlir.bab.lagrangian`); empty: none (set by the driver once the certifier carries them)
         self.beta_layers: tuple[int, ...] = ()
@@ -142,8 +148,10 @@ class CertifierBounding:
         # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
         # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
         dtype = self.options["dtype"]
-        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
-        overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
+        overrides = {}
+        if not self.widened:
+            rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
+            overrides[self.structure.last] = BoundOverride(upper=rows_up, replace="upper")
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
                                                replace=k in replaced) for k in self.structure.carried})

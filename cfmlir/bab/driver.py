@@ -179,6 +179,9 @@ class _RegionSearch:
         """Multipliers for the split constraints (:mod:`cfmlir.bab.lagrangian`), all 0 at the root, when the
         certifier carries them: its bound of the Lagrangian network at ``beta = 0`` equals its bound of the
         rows (else the search runs without, ``stats["beta"]`` says so)."""
+        if self.bounding.widened:
+            self.stats["beta"] = "off (a widened float32 run: placeholder bounds would swamp its rounding charges)"
+            return
         rows = self.objective.rows
         for s in self.structure.split_layers:
             root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)

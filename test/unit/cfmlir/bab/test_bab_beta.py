@@ -216,3 +216,17 @@ def test_beta_decides_with_fewer_subdomains(shipped, seed):
                       options=BabOptions(beta=False, max_domains=3 * with_beta.stats["domains"], **common))
     assert without.verdict in ("unsat", "unknown")
     assert without.verdict == "unknown" or without.stats["domains"] > with_beta.stats["domains"]
+
+
+def test_float32_runs_without_multipliers_and_keeps_its_rows(shipped):
+    """A widened float32 run charges rounding errors by the magnitude of every stored bound, so placeholder
+    bounds (the rows' unwanted upper ends, the Lagrangian layers') would swamp them (the root's rows were
+    -3e32 before): it computes the rows' upper bounds, runs without beta, and decides as float64 does."""
+    cert = shipped.compiled("deeppoly")
+    case = random_case(3, margin=0.10)
+    runs = {dt: run_bab(cert, case.net, case.prop, dtype=dt, deadline=time.monotonic() + PER_CASE_S,
+                        options=BabOptions(branching="relu", lp_unstable=0, attack_restarts=0, max_domains=2000))
+            for dt in (torch.float32, torch.float64)}
+    assert runs[torch.float32].verdict == runs[torch.float64].verdict == case.truth == "unsat"
+    assert runs[torch.float32].stats["beta"].startswith("off") and runs[torch.float64].stats["beta"] == "on"
+    assert runs[torch.float32].stats["domains"] <= 200
