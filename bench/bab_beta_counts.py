@@ -3,7 +3,7 @@ the subdomains each needs to decide an instance, and what each decides within a 
 (no time limit, so the figures do not depend on the machine's load; issue 26, point 3).
 
     .venv/bin/python bench/bab_beta_counts.py BENCHMARKS_DIR [--benchmarks mnistfc,eran] [--skip S]
-        [--every K] [--first N] [--budget 2000] [--certifier deeppoly] [--reference RESULTS_CSV_DIR]
+        [--every K] [--first N] [--budget 2000] [--certifier deeppoly] [--optimize 20] [--reference RESULTS_CSV_DIR]
         [--out bench/results/bab_beta_counts.json]
 
 ``BENCHMARKS_DIR``: the VNN-COMP 2021 ``benchmarks/`` folder; each picked CSV line ``onnx,vnnlib,timeout``
@@ -31,18 +31,20 @@ from vnncomp import instances_csv, reference_verdicts  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_one(cert, onnx: Path, vnnlib: Path, budget: int, beta: bool) -> dict:
+def run_one(cert, onnx: Path, vnnlib: Path, budget: int, beta: bool, optimize: int = 0) -> dict:
     import cfmlir
     from cfmlir.bab import BabOptions
 
     from cfmlir import api
     from cfmlir.bab.driver import run_bab
+    from cfmlir.optimize import OptimizeOptions
 
     t0 = time.process_time()
     net = api._raw(api.load_network(str(onnx)))
     prop = api.load_vnnlib(str(vnnlib), net)
     worst = []
-    out = run_bab(cert.compiled, net, prop, options=BabOptions(branching="relu", max_domains=budget, beta=beta),
+    out = run_bab(cert.compiled, net, prop, options=BabOptions(branching="relu", max_domains=budget, beta=beta,
+                                                                  optimize=OptimizeOptions(optimize) if optimize else None),
                   on_round=lambda progress: worst.append(progress["worst"]))
     st = out.stats
     return {"verdict": out.verdict, "stopped": out.stopped, "domains": st["domains"], "rows": st["bounded"],
@@ -60,6 +62,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=int, default=2000)
     ap.add_argument("--certifier", default="deeppoly")
     ap.add_argument("--reference", default=None)
+    ap.add_argument("--optimize", type=int, default=0, help="alpha iterations at the root (a certifier with parameters)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "bab_beta_counts.json"))
     args = ap.parse_args(argv)
 
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
             row = {"benchmark": bench, "onnx": onnx, "vnnlib": vnnlib,
                    "official": majority(reference, bench, onnx, vnnlib)}
             for beta in (False, True):
-                row["beta" if beta else "plain"] = run_one(cert, folder / onnx, folder / vnnlib, args.budget, beta)
+                row["beta" if beta else "plain"] = run_one(cert, folder / onnx, folder / vnnlib, args.budget, beta, args.optimize)
             rows.append(row)
             cell = {k: f"{row[k]['verdict']:7} {row[k]['domains']:6} dom {row[k]['rows']:7} rows worst "
                        f"{row[k]['worst_at_end'] if row[k]['worst_at_end'] is not None else float('nan'):9.4f}"
