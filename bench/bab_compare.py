@@ -3,7 +3,7 @@ one run at a time on this machine (issue 26, acceptance 3).
 
     .venv/bin/python bench/bab_compare.py BENCHMARKS_DIR --benchmarks mnistfc,acasxu [--first 20] [--every 1]
         [--timeout CAP_S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
-        [--tools ours,abcrown] [--out bench/results/bab_compare.json]
+        [--tools ours,abcrown] [--ours-args "--bab-beta off"] [--out bench/results/bab_compare.json]
 
 ``BENCHMARKS_DIR`` holds the benchmark folders (a checkout of ``stanleybak/vnncomp2021``'s ``benchmarks/``);
 each instance line ``onnx,vnnlib,timeout`` of a benchmark's CSV is run by
@@ -34,6 +34,7 @@ import json
 import os
 import re
 import resource
+import shlex
 import shutil
 import subprocess
 import sys
@@ -63,12 +64,12 @@ def _child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_ours(onnx: Path, vnnlib: Path, limit: float, tmp: Path, certifier: str) -> dict:
+def run_ours(onnx: Path, vnnlib: Path, limit: float, tmp: Path, certifier: str, extra: list[str] = ()) -> dict:
     results, out = tmp / "ours.txt", tmp / "ours.json"
     for f in (results, out):
         f.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "cfmlir.tools.cf_run", "--certifier", certifier, "--net", str(onnx),
-           "--vnnlib", str(vnnlib), "--timeout", str(limit), "--results", str(results), "--json", str(out), "--quiet"]
+           "--vnnlib", str(vnnlib), "--timeout", str(limit), "--results", str(results), "--json", str(out), "--quiet", *extra]
     t0, c0 = time.perf_counter(), _child_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     wall, cpu = time.perf_counter() - t0, _child_cpu() - c0
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
     ap.add_argument("--certifier", default="deeppoly")
+    ap.add_argument("--ours-args", default="", help="more cf-run arguments for ours, e.g. '--bab-beta off'")
     ap.add_argument("--tools", default="ours,abcrown")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "bab_compare.json"))
     args = ap.parse_args(argv)
@@ -195,7 +197,7 @@ def main(argv=None) -> int:
                        "official": majority(reference, bench, onnx, vnnlib)}
                 onnx_p, vnnlib_p = folder / onnx, folder / vnnlib
                 if "ours" in tools:
-                    row["ours"] = run_ours(onnx_p, vnnlib_p, limit, tmp, args.certifier)
+                    row["ours"] = run_ours(onnx_p, vnnlib_p, limit, tmp, args.certifier, shlex.split(args.ours_args))
                 config = abcrown_config(bench, onnx, abcrown, tmp) if "abcrown" in tools else None
                 if config is not None:
                     row["abcrown"] = run_abcrown(onnx_p, vnnlib_p, limit, tmp, abcrown, config)

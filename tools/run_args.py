@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "compiled engine under a time limit, --timeout or --instances; see docs/bab.md)")
     p.add_argument("--bab-branching", choices=("auto", "relu", "input"), default="auto",
                    help="VNN-LIB, --bab: split ReLU neurons, input dimensions, or choose by the inputs that vary (auto)")
+    p.add_argument("--bab-beta", choices=("on", "off"), default="on",
+                   help="VNN-LIB, --bab with ReLU splits: split constraints enter the bound through optimised "
+                        "multipliers (beta-CROWN; used when the certifier carries them, see docs/bab.md)")
     p.add_argument("--results", default=None, metavar="OUT",
                    help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
                         "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")

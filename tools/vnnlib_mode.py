@@ -146,7 +146,8 @@ def _bab(args, prog, net, prop, lows, check):
     # --optimize N: the root's parameters optimised (alpha-CROWN at the root), its bounds carried by every child
     optimize = options_from(getattr(args, "optimize", None) or None, getattr(args, "lr", None))
     options = BabOptions(branching=getattr(args, "bab_branching", "auto"), max_domains=max_domains,
-                         engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize)
+                         engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize,
+                         beta=getattr(args, "bab_beta", "on") == "on")
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
                    sparse=engine.sparse, widen=engine.widen, check=check, verified=verified)

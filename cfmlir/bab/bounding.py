@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.bab.domains import Domains
+from cfmlir.bab.lagrangian import beta_key, lagrangian_network, new_layer_overrides, project, split_weights
 
 
 @dataclass
@@ -70,6 +71,15 @@ class CertifierBounding:
         self.batch_size = batch_size
         self.check, self.region = check, region
         self.rows_bounded = 0  # engine rows computed (every domain and every candidate child)
+        from cfruntime.flow import widening
+
+        #: a widened run (float32) charges rounding errors by the magnitudes of every stored bound, so a
+        #: placeholder bound (the rows' unwanted upper ends, the Lagrangian layers') would swamp the rows:
+        #: there the rows' upper bounds are computed and no multipliers are used
+        self.widened = bool(widening.widened(dtype) if widen is None else widen)
+        #: split layers whose constraints enter the bound through multipliers (``domains["beta<k>"]``,
+        #: :mod:`cfmlir.bab.lagrangian`); empty: none (set by the driver once the certifier carries them)
+        self.beta_layers: tuple[int, ...] = ()
 
     def _boxes(self, domains: Domains):
         if "lb" in domains:
@@ -138,20 +148,126 @@ class CertifierBounding:
         # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
         # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
         dtype = self.options["dtype"]
-        rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
-        overrides = {self.structure.last: BoundOverride(upper=rows_up, replace="upper")}
+        overrides = {}
+        if not self.widened:
+            rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
+            overrides[self.structure.last] = BoundOverride(upper=rows_up, replace="upper")
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
                                                replace=k in replaced) for k in self.structure.carried})
-        res = run_certifier(self.cert, self.mnet, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
+        net = self.mnet
+        if self.beta_layers and beta_key(self.beta_layers[0]) in domains:
+            betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
+            net = self._lagrangian(betas, domains, a, b, overrides)
+        res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None
         if want_layers or self.check is not None:
-            layers = store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
+            layers = self._layers(net, res, lower)
         if self.check is not None:
             self.check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(
                 domains.select(slice(a, b)), self.structure))
         return lower, layers
+
+
+    def _lagrangian(self, betas: dict, domains: Domains, a: int, b: int, overrides: dict):
+        """The Lagrangian network of rows ``a:b`` for the multipliers ``betas`` (:mod:`cfmlir.bab.lagrangian`),
+        its new layers' overrides added to ``overrides``."""
+        signs = {k: domains[split_key(k)][a:b] for k in betas}
+        net = lagrangian_network(self.mnet, split_weights(betas, signs))
+        overrides.update(new_layer_overrides(self.mnet, net, b - a, self.options["dtype"]))
+        return net
+
+    def _layers(self, net, res, lower) -> dict:
+        """The margin network's layer bounds of a run on ``net`` (the margin network or its Lagrangian
+        network, whose rows bound the margins' lower ends on the subdomain)."""
+        from cfmlir.engine_io import store_layer_bounds
+
+        if net is self.mnet:
+            return store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
+        layers = store_layer_bounds(self.cert, net, res, lower, res.upper.to("cpu", torch.float64))
+        last = self.structure.last
+        out = {k: v for k, v in layers.items() if k < last}
+        out[last] = (lower, torch.full_like(lower, torch.inf))
+        return out
+
+    def optimize_beta(self, domains: Domains, objective, iterations: int, lr: float, alpha_lr: float = 0.1):
+        """Each domain's multipliers optimised for its rows (beta-CROWN's loop): projected Adam on the
+        values of its open disjuncts, from the domain's own ``beta<k>`` (its parent's: a warm start).
+        Returns ``(rows [P, R], {k: beta [P, R, n_k]})``: per domain the element-wise best rows of every
+        iteration (each is a bound on the domain: every iterate has ``beta >= 0``) and the multipliers of the
+        iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are optimised
+        with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.  The soundness check sees the best rows of every batch."""
+        from cfruntime.flow.engine import run_certifier
+        from cfruntime.flow.overrides import BoundOverride
+        from cfruntime.flow.param_store import ParamStore
+
+        dtype = self.options["dtype"]
+        rows_out, betas_out = [], {k: [] for k in self.beta_layers}
+        lb, ub = self._boxes(domains)
+        for a in range(0, len(domains), self.batch_size):
+            b = min(a + self.batch_size, len(domains))
+            raw = {k: domains[beta_key(k)][a:b].to(torch.float64).clone().requires_grad_(True) for k in self.beta_layers}
+            signs = {k: domains[split_key(k)][a:b] for k in self.beta_layers}
+            opt = torch.optim.Adam(list(raw.values()), lr=lr)
+            # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
+            # their initial values (any values are sound; the store makes them on the first run)
+            params = ParamStore(requires_grad=True) if getattr(self.cert, "params", None) else None
+            extra = {} if params is None else {"params": params}
+            best_rows = best_value = None
+            best_beta = {}
+            for it in range(iterations):
+                betas = {k: project(v, signs[k]) for k, v in raw.items()}
+                overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
+                             for k in self.structure.carried}
+                net = self._lagrangian(betas, domains, a, b, overrides)
+                last = it == iterations - 1
+                with torch.enable_grad() if not last else torch.no_grad():
+                    res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
+                                        **extra, **self.options)
+                if params is not None and it == 0 and params.tensors():
+                    opt.add_param_group({"params": params.tensors(), "lr": alpha_lr})
+                lower = res.lower.to("cpu", torch.float64)
+                self.rows_bounded += b - a
+                with torch.no_grad():
+                    value = objective.value(lower.detach())
+                    if best_rows is None:
+                        best_rows, best_value = lower.detach().clone(), value
+                        best_beta = {k: v.detach().clone() for k, v in betas.items()}
+                    else:
+                        best_rows = torch.maximum(best_rows, lower.detach())
+                        better = value > best_value
+                        best_value = torch.where(better, value, best_value)
+                        for k, v in betas.items():
+                            best_beta[k][better] = v.detach()[better]
+                if last or bool(objective.verified(best_rows).all()):
+                    break
+                dv = objective.disjunct_values(lower)
+                open_ = (dv <= 0) & dv.isfinite()
+                loss = -torch.where(open_, dv, torch.zeros_like(dv)).sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                with torch.no_grad():  # projected: the raw values stay in the multipliers' domain
+                    for v in raw.values():
+                        v.clamp_(min=0)
+                if params is not None:
+                    params.project_()
+                del res, lower, loss
+            if self.check is not None:
+                self.check(self.mnet, lb[a:b], ub[a:b], self._best_layers(domains, a, b, best_rows), self.region,
+                           inside=subdomain_membership(domains.select(slice(a, b)), self.structure))
+            rows_out.append(best_rows)
+            for k in self.beta_layers:
+                betas_out[k].append(best_beta[k].to(dtype if dtype != torch.float64 else torch.float32))
+        return torch.cat(rows_out), {k: torch.cat(v) for k, v in betas_out.items()}
+
+    def _best_layers(self, domains: Domains, a: int, b: int, rows) -> dict:
+        """The layer bounds the search uses for rows ``a:b``: the carried ones, and ``rows`` for the margins
+        (the layers in between are not used by the search, so not checked)."""
+        out = {k: (domains[lo_key(k)][a:b], domains[hi_key(k)][a:b]) for k in self.structure.carried}
+        out[self.structure.last] = (rows, torch.full_like(rows, torch.inf))
+        return out
 
 
 def subdomain_membership(domains: Domains, structure):

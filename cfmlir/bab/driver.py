@@ -32,6 +32,7 @@ import torch
 from cfmlir.bab import attack, branching, exact
 from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
 from cfmlir.bab.domains import DomainPool, Domains, PoolFull
+from cfmlir.bab.lagrangian import beta_key
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabOptions, BabOutcome
 from cfmlir.bab.structure import structure_of
@@ -170,7 +171,49 @@ class _RegionSearch:
         self.stats["domains"] += 1
         if bool(self.objective.verified(bounds.rows)[0]) or bool(bounds.empty[0]):
             return None
+        if self.mode == "relu" and self.options.beta and self.structure.split_layers:
+            self._start_beta(root)
         return root
+
+    def _start_beta(self, root: Domains) -> None:
+        """Multipliers for the split constraints (:mod:`cfmlir.bab.lagrangian`), all 0 at the root, when the
+        certifier carries them: its bound of the Lagrangian network at ``beta = 0`` equals its bound of the
+        rows (else the search runs without, ``stats["beta"]`` says so)."""
+        if self.bounding.widened:
+            self.stats["beta"] = "off (a widened float32 run: placeholder bounds would swamp its rounding charges)"
+            return
+        rows = self.objective.rows
+        for s in self.structure.split_layers:
+            root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
+        self.bounding.beta_layers = tuple(s.pre for s in self.structure.split_layers)
+        with_term = self.bounding.bound(root, "replace").rows
+        plain = root["rows"]
+        if bool((with_term >= plain - 1e-9 * (1 + plain.abs())).all()):
+            self.stats["beta"] = "on"
+            return
+        self.stats["beta"] = "off (the certifier does not carry the Lagrangian term)"
+        self.bounding.beta_layers = ()
+        for s in self.structure.split_layers:
+            root.pop(beta_key(s.pre))
+
+    def _optimize_beta(self, kids: Domains) -> None:
+        """Each open child's multipliers optimised from its parent's (warm start), its rows the better."""
+        if not self.bounding.beta_layers or not len(kids):
+            return
+        open_ = ~self.objective.verified(kids["rows"])
+        if "empty" in kids:
+            open_ &= ~kids["empty"]
+        idx = torch.nonzero(open_).reshape(-1)
+        if not idx.numel():
+            return
+        part = kids.select(idx)
+        o = self.options
+        rows, betas = self.bounding.optimize_beta(part, self.objective, o.beta_iterations, o.beta_lr)
+        self._stop_if_unsound()
+        kids["rows"][idx] = torch.maximum(part["rows"], rows)
+        kids["value"][idx] = self.objective.value(kids["rows"][idx])
+        for k, b in betas.items():
+            kids[beta_key(k)][idx] = b
 
     def _rounds(self, pool: DomainPool) -> None:
         last = 0.0
@@ -268,6 +311,7 @@ class _RegionSearch:
             choice = top.indices[torch.arange(p), best]
         if o.refine:
             self._refine(cands, choice.repeat(2))
+        self._optimize_beta(cands)
         return cands
 
     def _refine(self, kids: Domains, choice: torch.Tensor) -> None:

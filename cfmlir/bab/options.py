@@ -28,7 +28,11 @@ class BabOptions:
     ``max_domains``: stop ``unknown`` after this many bounded domains (None: only the time limit);
     ``optimize`` (a :class:`cfmlir.optimize.OptimizeOptions`, or None): for a certifier with parameters
     (``alpha_deeppoly``), the root's parameters are optimised for its rows (alpha-CROWN at the root), so
-    every child carries the optimised intermediate bounds; ignored for a certifier without parameters."""
+    every child carries the optimised intermediate bounds; ignored for a certifier without parameters;
+    ``beta``: ReLU splits enter the bound through multipliers (beta-CROWN's Lagrangian,
+    :mod:`cfmlir.bab.lagrangian`) optimised per child for ``beta_iterations`` steps of Adam at ``beta_lr``,
+    starting from the parent's (a warm start; a new split's multiplier starts at 0) -- used when the
+    certifier carries the term symbolically (checked at the root), else the search runs without."""
 
     branching: str = "auto"
     heuristic: str = "fsb"
@@ -45,13 +49,18 @@ class BabOptions:
     max_domains: int | None = None
     optimize: object = None
     seed: int = 0
+    beta: bool = True
+    beta_iterations: int = 20
+    beta_lr: float = 0.05
 
     def __post_init__(self):
         if self.branching not in ("auto", "relu", "input"):
             raise ValueError(f"branching must be auto, relu or input, not '{self.branching}'")
         if self.heuristic not in ("fsb", "babsr"):
             raise ValueError(f"heuristic must be fsb or babsr, not '{self.heuristic}'")
-        for name in ("candidates", "batch", "engine_batch", "memory_bytes"):
+        if not self.beta_lr > 0:
+            raise ValueError(f"beta_lr must be positive, got {self.beta_lr}")
+        for name in ("candidates", "batch", "engine_batch", "memory_bytes", "beta_iterations"):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 

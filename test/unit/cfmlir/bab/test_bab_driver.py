@@ -137,6 +137,9 @@ def test_cf_run_bab_decides_and_reports(hard):
     rc, d = _run(hard, "holds", "holds_on", "--bab", "on", "--bab-branching", "relu")
     assert rc == 0 and d["verdict"] == "unsat" and d["bab"]["verdict"] == "unsat"
     assert set(d["bab"]) >= {"domains", "rounds", "seconds", "domains_per_second", "branching", "stopped"}
+    assert d["bab"]["beta"] == "on"  # split multipliers (cfmlir.bab.lagrangian), on by default
+    rc, nb = _run(hard, "holds", "holds_no_beta", "--bab", "on", "--bab-branching", "relu", "--bab-beta", "off")
+    assert rc == 0 and nb["verdict"] == "unsat" and "beta" not in nb["bab"]
     rc, v = _run(hard, "violated", "violated_on", "--bab", "on", "--results", hard["dir"] / "violated.txt")
     assert rc == 0 and v["verdict"] == "sat"
     verdict, xs, ys = read_result(hard["dir"] / "violated.txt")

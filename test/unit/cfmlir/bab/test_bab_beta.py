@@ -1,0 +1,232 @@
+"""Split constraints in the bound (:mod:`cfmlir.bab.lagrangian`, beta-CROWN's Lagrangian): sound at any
+multipliers ``beta >= 0`` on concrete points of each subdomain, equal to the plain bound at ``beta = 0``,
+optimised per child from its parent's (warm start), an infeasible subdomain pruned, and branch and bound
+with them deciding as the exact MILP with fewer subdomains than without (issue 26, point 3)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from cfmlir.bab import BabOptions, branching
+from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
+from cfmlir.bab.domains import Domains
+from cfmlir.bab.driver import run_bab
+from cfmlir.bab.lagrangian import beta_key, lagrangian_network, split_weights
+from cfmlir.bab.objective import Objective
+from cfmlir.bab.structure import structure_of
+from cftest.bab_cases import random_case
+from cftest.nets import mlp
+
+PER_CASE_S = 120
+
+
+def _root(bounding, st, rows: int):
+    root = Domains({"rows": torch.zeros(1, rows, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
+                    "depth": torch.zeros(1, dtype=torch.int32)})
+    first = bounding.bound(root, "tighten")
+    for k, (lo, hi) in first.carried.items():
+        root[lo_key(k)], root[hi_key(k)] = lo, hi
+    for s in st.split_layers:
+        root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+        root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
+    root["rows"] = first.rows
+    return root
+
+
+def _subdomains(st, root, vals, g, n_domains: int, n_splits: int):
+    """``n_domains`` children of ``root``, each with ``n_splits`` random neurons split the way a random
+    sampled point has them (so each subdomain has that point)."""
+    p = vals[0].shape[0]
+    d = root.repeat(n_domains)
+    total = sum(s.size for s in st.split_layers)
+    for r in range(n_domains):
+        point = int(torch.randint(p, (1,), generator=g))
+        for flat in torch.randperm(total, generator=g)[:n_splits].tolist():
+            start = 0
+            for s in st.split_layers:
+                if flat < start + s.size:
+                    n = flat - start
+                    if float(vals[s.pre][point, n]) >= 0:
+                        d[split_key(s.pre)][r, n], d[lo_key(s.pre)][r, n] = 1, max(0.0, float(d[lo_key(s.pre)][r, n]))
+                    else:
+                        d[split_key(s.pre)][r, n], d[hi_key(s.pre)][r, n] = -1, min(0.0, float(d[hi_key(s.pre)][r, n]))
+                    break
+                start += s.size
+    return d
+
+
+def _inside(st, d, vals, r):
+    ok = torch.ones(vals[0].shape[0], dtype=torch.bool)
+    for s in st.split_layers:
+        sign = d[split_key(s.pre)][r]
+        z = vals[s.pre]
+        ok &= ~(((sign > 0) & (z < 0)) | ((sign < 0) & (z > 0))).any(1)
+    return ok
+
+
+@pytest.mark.parametrize("spec", ["deeppoly", "skippoly", "deepz", "alpha_deeppoly"])
+@pytest.mark.parametrize("seed", range(3))
+def test_bounds_hold_at_any_multipliers(shipped, spec, seed):
+    """Random subdomains (up to 6 splits over 3 hidden layers) and random multipliers from 0 to 1e3: every
+    row bound of the Lagrangian network holds on the sampled points of its subdomain; at ``beta = 0`` it is
+    the plain bound.  The optimised rows hold too (with alpha_deeppoly: its slopes optimised with beta)."""
+    g = torch.Generator().manual_seed(seed)
+    net = mlp([3, 10, 10, 10, 2], seed=seed)
+    A = torch.tensor([[1.0, -1.0], [-1.0, 1.0]], dtype=torch.float64)
+    mnet = net.with_margin_layer(A)
+    st = structure_of(mnet)
+    lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    bounding = CertifierBounding(shipped.compiled(spec), mnet, st, (lb, ub))
+    root = _root(bounding, st, 2)
+    x = lb + (ub - lb) * torch.rand(40000, 3, generator=g, dtype=torch.float64)
+    vals = mnet.forward_all(x)
+    d = _subdomains(st, root, vals, g, 24, 1 + seed * 2)
+    plain = bounding.bound(d, "replace").rows
+    bounding.beta_layers = tuple(s.pre for s in st.split_layers)
+    assert torch.allclose(bounding.bound(d, "replace").rows, plain, rtol=1e-12, atol=1e-12)  # beta = 0
+    for scale in (0.1, 1.0, 10.0, 1e3):
+        for s in st.split_layers:  # nonzero on every neuron: only the split ones may count
+            d[beta_key(s.pre)] = (scale * torch.rand(24, 2, s.size, generator=g)).to(torch.float32)
+        rows = bounding.bound(d, "replace").rows
+        for r in range(24):
+            inside = _inside(st, d, vals, r)
+            assert int(inside.sum()) > 0
+            assert bool((vals[-1][inside] >= rows[r] - 1e-9 * (1 + rows[r].abs())).all()), (scale, r)
+    # the optimised ones too, and they are never worse than the multipliers they start from
+    opt_rows, betas = bounding.optimize_beta(d, Objective(_region(A)), 10, 0.05)
+    start = bounding.bound(d, "replace").rows
+    assert bool((opt_rows >= start - 1e-12).all())
+    for r in range(24):
+        inside = _inside(st, d, vals, r)
+        assert bool((vals[-1][inside] >= opt_rows[r] - 1e-9 * (1 + opt_rows[r].abs())).all())
+    for s in st.split_layers:  # projected: >= 0, and 0 where nothing is split
+        b = betas[s.pre]
+        assert bool((b >= 0).all()) and bool((b[(d[split_key(s.pre)] == 0).unsqueeze(1).expand_as(b)] == 0).all())
+
+
+def _region(A, b=None):
+    from cfruntime.properties.vnnlib import InputRegion
+
+    b = torch.full((A.shape[0],), 10.0, dtype=torch.float64) if b is None else b
+    # one disjunct per row: every row is a counterexample condition of its own
+    return InputRegion(-torch.ones(3).numpy(), torch.ones(3).numpy(),
+                       [(A[i:i + 1].numpy(), b[i:i + 1].numpy()) for i in range(A.shape[0])])
+
+
+def test_optimisation_tightens_and_children_inherit_it(shipped):
+    """The optimised multipliers raise the open rows of split children above the plain bound somewhere;
+    children of a child start from its multipliers (a new split's at 0)."""
+    g = torch.Generator().manual_seed(7)
+    net = mlp([3, 12, 12, 2], seed=7)
+    A = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    mnet = net.with_margin_layer(A)
+    st = structure_of(mnet)
+    lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, (lb, ub))
+    bounding.beta_layers = tuple(s.pre for s in st.split_layers)
+    root = _root(bounding, st, 1)
+    vals = mnet.forward_all(lb + (ub - lb) * torch.rand(5000, 3, generator=g, dtype=torch.float64))
+    d = _subdomains(st, root, vals, g, 16, 4)
+    plain = bounding.bound(d, "replace").rows
+    rows, betas = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 20, 0.05)
+    assert bool((rows >= plain - 1e-12).all()) and bool((rows > plain + 1e-6).any())
+    for k, b in betas.items():
+        d[beta_key(k)] = b
+    unstable = torch.nonzero((d[lo_key(1)][0] < 0) & (d[hi_key(1)][0] > 0) & (d[split_key(1)][0] == 0)).reshape(-1)
+    kids = branching.relu_children(st, d.select(slice(0, 1)), unstable[:1])
+    for k in bounding.beta_layers:
+        assert torch.equal(kids[beta_key(k)], d[beta_key(k)][:1].repeat(2, 1, 1))
+    assert bool((kids[beta_key(1)][:, :, int(unstable[0])] == 0).all())
+
+
+def test_an_infeasible_subdomain_is_pruned(shipped):
+    """Neurons ``z1 = x`` and ``z2 = x + 1`` split ``z1 >= 0``, ``z2 <= 0``: no point, though neither bound is
+    empty (``z1 in [0, 2]``, ``z2 in [-1, 0]``); ``beta1 = beta2 = b`` makes the bound ``f + b``, so the
+    optimised rows grow far past the plain ones and the subdomain is verified."""
+    from cfruntime.network.graph import Layer, Network
+
+    w1 = torch.tensor([[1.0], [1.0]], dtype=torch.float64)
+    b1 = torch.tensor([0.0, 1.0], dtype=torch.float64)
+    w2 = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    net = Network([Layer(0, "input", (1,)),
+                   Layer(1, "affine", (2,), [0], linear_kind="dense", weight=w1, bias=b1),
+                   Layer(2, "relu", (2,), [1]),
+                   Layer(3, "affine", (1,), [2], linear_kind="dense", weight=w2, bias=torch.zeros(1, dtype=torch.float64))])
+    A = torch.tensor([[1.0]], dtype=torch.float64)
+    mnet = net.with_margin_layer(A)
+    st = structure_of(mnet)
+    box = (-2 * torch.ones(1, dtype=torch.float64), 2 * torch.ones(1, dtype=torch.float64))
+    bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, box)
+    root = _root(bounding, st, 1)
+    d = root.repeat(1)
+    d[split_key(1)][0] = torch.tensor([1, -1], dtype=torch.int8)
+    d[lo_key(1)][0, 0], d[hi_key(1)][0, 1] = 0.0, 0.0
+    assert bool((d[lo_key(1)] <= d[hi_key(1)]).all())  # not empty by its bounds
+    plain = bounding.bound(d, "replace").rows
+    bounding.beta_layers = (1,)
+    from cfruntime.properties.vnnlib import InputRegion
+
+    objective = Objective(InputRegion(box[0].numpy(), box[1].numpy(), [(A.numpy(), torch.tensor([3.0]).numpy())]))
+    assert not bool(objective.verified(plain)[0])
+    rows, _ = bounding.optimize_beta(d, objective, 40, 0.5)
+    assert bool(objective.verified(rows)[0]) and float(rows[0, 0]) > float(plain[0, 0]) + 5
+
+
+def test_lagrangian_network_adds_one_affine_and_one_add_per_split_layer():
+    net = mlp([3, 4, 4, 2], seed=0).with_margin_layer(torch.tensor([[1.0, -1.0]], dtype=torch.float64))
+    st = structure_of(net)
+    w = split_weights({1: torch.ones(5, 1, 4, dtype=torch.float64), 3: 2 * torch.ones(5, 1, 4, dtype=torch.float64)},
+                      {1: torch.tensor([[1, -1, 0, 0]] * 5), 3: torch.zeros(5, 4, dtype=torch.int8)})
+    assert torch.equal(w[1][0, 0], torch.tensor([-1.0, 1.0, 0.0, 0.0], dtype=torch.float64))
+    assert torch.equal(w[3], torch.zeros(5, 1, 4, dtype=torch.float64))
+    lnet = lagrangian_network(net, w)
+    assert [(l.kind, l.preds) for l in lnet.layers[len(net.layers):]] == [
+        ("affine", [1]), ("add", [st.last, 6]), ("affine", [3]), ("add", [7, 8])]
+    x = torch.randn(5, 3, dtype=torch.float64)
+    vals = net.forward_all(x)
+    # concretely g = f - sum beta s z on each row's own weights
+    g = vals[-1][:, 0] - (vals[1][:, 0] - vals[1][:, 1])
+    assert torch.allclose(lnet.forward_all(x)[-1][:, 0], g)
+
+
+def test_a_certifier_that_does_not_carry_the_term_runs_without(shipped):
+    """CROWN-IBP's bound of the Lagrangian network at beta = 0 is not its plain bound: BaB says so and runs
+    as before (deciding the instance)."""
+    case = random_case(1, margin=0.10, max_depth=2, max_width=12)
+    out = run_bab(shipped.compiled("crown_ibp"), case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu"))
+    assert out.verdict == case.truth and out.stats["beta"].startswith("off")
+
+
+@pytest.mark.parametrize("seed", [1, 5, 9])
+def test_beta_decides_with_fewer_subdomains(shipped, seed):
+    """Unsat random instances decided without the LP (``lp_unstable=0``: bounds alone) as the MILP says,
+    with far fewer subdomains with multipliers than without (which exhausts a 3x larger budget on some)."""
+    cert = shipped.compiled("deeppoly")
+    case = random_case(seed, margin=0.10, rows=1 + seed % 3 // 2)
+    assert case.truth == "unsat"
+    common = dict(branching="relu", lp_unstable=0, attack_restarts=0)
+    with_beta = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                        options=BabOptions(max_domains=1000, **common))
+    assert with_beta.verdict == "unsat" and with_beta.stats["beta"] == "on"
+    without = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                      options=BabOptions(beta=False, max_domains=3 * with_beta.stats["domains"], **common))
+    assert without.verdict in ("unsat", "unknown")
+    assert without.verdict == "unknown" or without.stats["domains"] > with_beta.stats["domains"]
+
+
+def test_float32_runs_without_multipliers_and_keeps_its_rows(shipped):
+    """A widened float32 run charges rounding errors by the magnitude of every stored bound, so placeholder
+    bounds (the rows' unwanted upper ends, the Lagrangian layers') would swamp them (the root's rows were
+    -3e32 before): it computes the rows' upper bounds, runs without beta, and decides as float64 does."""
+    cert = shipped.compiled("deeppoly")
+    case = random_case(3, margin=0.10)
+    runs = {dt: run_bab(cert, case.net, case.prop, dtype=dt, deadline=time.monotonic() + PER_CASE_S,
+                        options=BabOptions(branching="relu", lp_unstable=0, attack_restarts=0, max_domains=2000))
+            for dt in (torch.float32, torch.float64)}
+    assert runs[torch.float32].verdict == runs[torch.float64].verdict == case.truth == "unsat"
+    assert runs[torch.float32].stats["beta"].startswith("off") and runs[torch.float64].stats["beta"] == "on"
+    assert runs[torch.float32].stats["domains"] <= 200
