@@ -115,6 +115,16 @@ def _peer(_: Path) -> str:
             + peer_table.table([RESULTS / f for f in files]))
 
 
+def _peer_widened(_: Path) -> str:
+    files = ["peer_compare_widened.json", "peer_compare_widened_mnist.json"]
+    return ("Our float32 bounds widened against rounding (sound; auto_LiRPA's are not), side by side "
+            "(`python bench/peer_compare.py --widen on --repeat 3`): `peer_compare_widened.json` has every row "
+            "before issue 29's third round of cuts (mnist rows on a quiet machine, conv rows under load 8-17), "
+            "`peer_compare_widened_mnist.json` the mnist rows after it (quiet). Certified counts below "
+            "auto_LiRPA's are what widening costs on that row:\n\n"
+            + peer_table.table([RESULTS / f for f in files]))
+
+
 def _memory(_: Path) -> str:
     rows = []
     for f in sorted(RESULTS.glob("memory_*.json")):
@@ -180,6 +190,7 @@ SECTIONS = [
     ("Proving the shipped certifiers (`cf-verify`)", _verify),
     ("Every shipped certifier", _certify_float32),
     ("Side by side with auto_LiRPA", _peer),
+    ("Side by side with auto_LiRPA, widened float32", _peer_widened),
     ("Memory of the DeepZ family", _memory),
     ("What float32 widening costs", _widening),
     ("The four modes (ablation)", _modes),
