@@ -138,8 +138,9 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         lower, upper = res.lower, res.upper
         if i == 0:
             report.parameters = sum(t.numel() for t in params.tensors())
-            opt = _adam(params.tensors(), options.lr)
-            sched = torch.optim.lr_scheduler.ExponentialLR(opt, options.lr_decay)
+            if params.tensors():  # none when the network uses no rule with parameters
+                opt = _adam(params.tensors(), options.lr)
+                sched = torch.optim.lr_scheduler.ExponentialLR(opt, options.lr_decay)
             best_lower, best_upper = lower.detach().clone(), upper.detach().clone()
             best_sum = best_lower.sum(1)
             best_raw = {k: t.detach().clone() for k, t in params.raw.items()}
@@ -169,6 +170,9 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             report.stopped = "no improvement"
             break
         if last:
+            break
+        if opt is None:  # e.g. alpha_deeppoly on a sigmoid net: the first run is the result
+            report.stopped = "no parameters"
             break
         loss = -lower.sum(1)
         if options.early_stop:

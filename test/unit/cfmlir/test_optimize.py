@@ -71,6 +71,22 @@ def test_early_stop_when_every_row_is_verified(shipped):
     assert rep.iterations == 1 and rep.stopped == "verified"
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_network_without_parametric_layers_is_one_plain_run(shipped, dtype):
+    """alpha_deeppoly on a sigmoid net: no rule the network uses has parameters, so there is nothing to
+    climb -- the result is the plain run (an empty Adam raised 'optimizer got an empty parameter list' on
+    VNN-COMP 2021 eran's sigmoid nets)."""
+    net = mlp([6, 16, 16, 4], activation="sigmoid", seed=5)
+    lb, ub = boxes(6, batch=3, seed=6, radius=0.2)
+    cert = shipped.compiled("alpha_deeppoly")
+    rep = OptimizeReport()
+    lower, upper, _ = optimize_bounds(cert, net, lb, ub, OptimizeOptions(iterations=10, early_stop=False), dtype=dtype,
+                                      report=rep)
+    assert rep.parameters == 0 and rep.iterations == 1 and rep.stopped == "no parameters"
+    ref = run_certifier(cert, net, lb, ub, dtype=torch.float64, widen=dtype != torch.float64)
+    assert torch.allclose(lower, ref.lower, rtol=0, atol=1e-9) and torch.allclose(upper, ref.upper, rtol=0, atol=1e-9)
+
+
 def test_certify_and_engine_for_optimize(shipped):
     from cfmlir.certifiers import certifier_source
     from cfruntime.properties import RobustnessProperty  # noqa: F401 - the property type certify takes
