@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bab_compare import majority  # noqa: E402 - the sibling bench script
-from vnncomp import instances_csv, reference_verdicts  # noqa: E402
+from bab_compare import instance_lines, majority  # noqa: E402 - the sibling bench script
+from vnncomp import reference_verdicts  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -74,11 +74,7 @@ def main(argv=None) -> int:
     print(f"{'benchmark':10} {'instance':42} {'official':8} | {'no beta':44} | {'beta':44}")
     for bench in args.benchmarks.split(","):
         folder = Path(args.benchmarks_dir) / bench
-        csv_path = instances_csv(folder)
-        if csv_path is None:
-            raise SystemExit(f"error: {folder}: no instances CSV")
-        lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
-        for onnx, vnnlib, _limit in lines[args.skip::args.every][:args.first]:
+        for onnx, vnnlib, _limit in instance_lines(folder, args):
             row = {"benchmark": bench, "onnx": onnx, "vnnlib": vnnlib,
                    "official": majority(reference, bench, onnx, vnnlib)}
             for beta in (False, True):

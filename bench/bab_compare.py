@@ -137,6 +137,16 @@ def run_abcrown(onnx: Path, vnnlib: Path, limit: float, tmp: Path, abcrown: Path
     return row
 
 
+def instance_lines(folder: Path, args) -> list[list[str]]:
+    """``[onnx, vnnlib, limit]`` of the benchmark ``folder``'s instances CSV, the subset ``--skip``/``--every``/
+    ``--first`` chooses (one line of error and exit without a CSV)."""
+    csv_path = instances_csv(folder)
+    if csv_path is None:
+        raise SystemExit(f"error: {folder}: no instances CSV")
+    lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    return lines[args.skip::args.every][:args.first]
+
+
 def majority(reference: dict | None, benchmark: str, onnx: str, vnnlib: str) -> str | None:
     votes = (reference or {}).get(_key(benchmark, onnx, vnnlib))
     if not votes or votes["unsat"] == votes["sat"]:
@@ -185,11 +195,7 @@ def main(argv=None) -> int:
         tmp = Path(scratch)
         for bench in args.benchmarks.split(","):
             folder = Path(args.benchmarks_dir) / bench
-            csv_path = instances_csv(folder)
-            if csv_path is None:
-                raise SystemExit(f"error: {folder}: no instances CSV")
-            lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
-            lines = lines[args.skip::args.every][:args.first]
+            lines = instance_lines(folder, args)
             rows = []
             for onnx, vnnlib, limit in lines:
                 limit = min(args.timeout, float(limit)) if args.timeout else float(limit)

@@ -47,3 +47,26 @@ def random_case(seed: int, margin: float, *, max_depth: int = 3, max_width: int 
     b = np.full(rows, m + shift)
     prop = VnnlibProperty(n_in, n_out, [InputRegion(lb, ub, [(A, b)])])
     return Case(sizes, ws, bs, network_from_model(model), prop, m, truth)
+
+
+def root_domain(bounding, structure, rows: int, *, beta: bool = False):
+    """The search's root as one domain row: its carried layers' bounds from a first bound of ``bounding``
+    (a ``cfmlir.bab.bounding.CertifierBounding``), no ReLU split (signs 0) and, with ``beta``, every split
+    layer's multipliers at 0.  Returns ``(root, first)``: ``root["rows"]`` is left at 0 (the caller takes
+    ``first.rows`` where it wants the root's own rows)."""
+    import torch
+
+    from cfmlir.bab.bounding import hi_key, lo_key, split_key
+    from cfmlir.bab.domains import Domains
+    from cfmlir.bab.lagrangian import beta_key
+
+    root = Domains({"rows": torch.zeros(1, rows, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
+                    "depth": torch.zeros(1, dtype=torch.int32)})
+    first = bounding.bound(root, "tighten")
+    for k, (lo, hi) in first.carried.items():
+        root[lo_key(k)], root[hi_key(k)] = lo, hi
+    for s in structure.split_layers:
+        root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+        if beta:
+            root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
+    return root, first

@@ -34,6 +34,15 @@ def vnnlib_text(lb, ub, n_out, output_asserts):
     return "\n".join(lines + output_asserts) + "\n"
 
 
+def slow_instance(d: Path) -> Path:
+    """``d/mid.onnx`` (30 inputs, four 300-wide ReLU layers) and ``d/mid.vnnlib`` (``Y_0 >= 1000`` on
+    [-1, 1]^30): an instance whose analysis (the interpreter, branch and bound) runs far past a short limit."""
+    _ws, _bs, model = relu_net([30, 300, 300, 300, 300, 5], seed=3)
+    onnx.save(model, str(d / "mid.onnx"))
+    (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 1000.0))"]))
+    return d
+
+
 def reference_output(onnx_path: Path, x) -> np.ndarray:
     """The network's output at ``x`` as the competition checks it: onnxruntime on float32 inputs
     (numpy in float64 when onnxruntime is not installed)."""

@@ -12,14 +12,12 @@ import sys
 import threading
 import time
 
-import numpy as np
-import onnx
 import pytest
 
 from cfmlir.tools.instances import EXIT_RESERVE_S, Worker, WorkerTimeout, kill_time
 from cfruntime.results import read_result
 from cftest import hung_workers
-from cftest.instances_folder import relu_net, vnnlib_text
+from cftest.instances_folder import slow_instance
 from cftest.timed_run import timed
 
 SLACK_S = 0.5
@@ -97,11 +95,7 @@ def test_a_worker_that_never_answers_is_killed_with_its_children(tmp_path):
 @pytest.fixture(scope="module")
 def endless(tmp_path_factory):
     """A net and a property (``Y_0 >= 1000`` on [-1, 1]^30) whose branch and bound runs for minutes."""
-    d = tmp_path_factory.mktemp("endless")
-    _ws, _bs, model = relu_net([30, 300, 300, 300, 300, 5], seed=3)
-    onnx.save(model, str(d / "mid.onnx"))
-    (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 1000.0))"]))
-    return d
+    return slow_instance(tmp_path_factory.mktemp("endless"))
 
 
 @pytest.mark.parametrize("flags", [["--certifier", "deeppoly", "--bab", "on", "--max-boxes", "100000000"],

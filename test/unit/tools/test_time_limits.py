@@ -13,13 +13,11 @@ import csv
 import subprocess
 import sys
 
-import numpy as np
-import onnx
 import pytest
 
 from cfruntime.results import read_result
 from cftest import REPO
-from cftest.instances_folder import relu_net, vnnlib_text
+from cftest.instances_folder import slow_instance
 from cftest.timed_run import timed
 
 SLACK_S = 0.5
@@ -28,11 +26,7 @@ SLACK_S = 0.5
 @pytest.fixture(scope="module")
 def mid(tmp_path_factory):
     """A 30-input net with four 300-wide ReLU layers (the interpreter takes about 30 s on it) and a property."""
-    d = tmp_path_factory.mktemp("mid")
-    _ws, _bs, model = relu_net([30, 300, 300, 300, 300, 5], seed=3)
-    onnx.save(model, str(d / "mid.onnx"))
-    (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 1000.0))"]))
-    return d
+    return slow_instance(tmp_path_factory.mktemp("mid"))
 
 
 @pytest.mark.parametrize("limit", [2.0, 5.0])

@@ -12,26 +12,18 @@ import torch
 
 from cfmlir.bab import BabOptions, branching
 from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
-from cfmlir.bab.domains import Domains
 from cfmlir.bab.driver import run_bab
 from cfmlir.bab.lagrangian import beta_key, lagrangian_network, split_weights
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.structure import structure_of
-from cftest.bab_cases import random_case
+from cftest.bab_cases import random_case, root_domain
 from cftest.nets import mlp
 
 PER_CASE_S = 120
 
 
 def _root(bounding, st, rows: int):
-    root = Domains({"rows": torch.zeros(1, rows, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
-                    "depth": torch.zeros(1, dtype=torch.int32)})
-    first = bounding.bound(root, "tighten")
-    for k, (lo, hi) in first.carried.items():
-        root[lo_key(k)], root[hi_key(k)] = lo, hi
-    for s in st.split_layers:
-        root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
-        root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
+    root, first = root_domain(bounding, st, rows, beta=True)
     root["rows"] = first.rows
     return root
 

@@ -16,6 +16,7 @@ from cfmlir.bab.exact import decide
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.structure import structure_of
 from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty, boxes_verified
+from cftest.bab_cases import root_domain
 from cftest.milp import min_violation
 from cftest.nets import mlp
 
@@ -176,13 +177,7 @@ def test_refine_replaces_up_to_the_split_layer_and_tightens_after(shipped, seed)
     assert st.carried == (1, 3, 5)
     lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
     bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, (lb, ub))
-    root = Domains({"rows": torch.zeros(1, 1, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
-                    "depth": torch.zeros(1, dtype=torch.int32)})
-    parent = bounding.bound(root, "tighten")
-    for k, (lo, hi) in parent.carried.items():
-        root[lo_key(k)], root[hi_key(k)] = lo, hi
-    for s in st.split_layers:
-        root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+    root, _first = root_domain(bounding, st, 1)
     g = torch.Generator().manual_seed(seed)
     x = lb + (ub - lb) * torch.rand(20000, 3, generator=g, dtype=torch.float64)
     vals = mnet.forward_all(x)
