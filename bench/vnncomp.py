@@ -103,8 +103,9 @@ def reference_verdicts(folder: str) -> dict:
     out: dict = {}
     for f in files:
         for row in csv.reader(f.read_text(errors="replace").splitlines()):
-            if len(row) >= 5 and row[4].strip() in _REFERENCE:
-                out.setdefault(_key(row[0], row[1], row[2]), Counter())[_REFERENCE[row[4].strip()]] += 1
+            verdict = row[4].strip().lower() if len(row) >= 5 else ""  # a-b-CROWN's 2021 CSV writes SAT/UNSAT
+            if verdict in _REFERENCE:
+                out.setdefault(_key(row[0], row[1], row[2]), Counter())[_REFERENCE[verdict]] += 1
     return out
 
 
