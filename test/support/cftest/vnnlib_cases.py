@@ -51,6 +51,15 @@ def vector_net(path, seed: int = 1):
     return _save(path, nodes, inits, [5], [2])
 
 
+def generated_net(directory, name: str):
+    """The generated network ``name`` (``verivital_maxpool``, ``verivital_avgpool``: :func:`verivital_like`;
+    ``test_vector``: :func:`vector_net`) saved as ``directory / "<name>.onnx"``: its path."""
+    path = directory / f"{name}.onnx"
+    if name == "test_vector":
+        return vector_net(path)
+    return verivital_like(path, name.split("_")[1])
+
+
 def vnnlib(path, lb, ub, n_out, output_asserts):
     lines = [f"(declare-const X_{i} Real)" for i in range(len(lb))] + [f"(declare-const Y_{j} Real)" for j in range(n_out)]
     for i, (lo, hi) in enumerate(zip(lb, ub)):
