@@ -69,10 +69,7 @@ def test_deeppoly_p_hand_derived(p):
 
 @pytest.fixture(scope="module")
 def mnist():
-    got = shared_mnist_3x50()
-    if got is None:
-        pytest.skip("../shared (mnist_relu_3_50.onnx, mnist_test.csv) not available")
-    return got
+    return shared_mnist_3x50()
 
 
 def _margins(name, net, prop, i):
