@@ -58,3 +58,24 @@ NET_B = dict(
     weights=[[[1, 1], [1, -1], [1, 1]], [[1, 0, -2], [0, 1, 1], [-1, 0, 2]], [[1, 1, -1], [-1, 0, 1]]],
     biases=[[3, -3, -1], [-2, 0, 2], [0, 1]],
 )
+
+
+def assert_close(got, want, tol: float = 1e-9) -> None:
+    """``got`` and ``want``, two sequences of numbers, have the same length and agree within ``tol``."""
+    import pytest
+
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, abs=tol), (got, want)
+
+
+def hand_analysis(certifier: str, net: dict, want):
+    """The interpreter's analysis by ``certifier`` of a hand-built net (``net``: :func:`mlp`'s keyword
+    arguments, two inputs) on the box [-1, 1]^2, its output bounds asserted to be ``want`` = (lower, upper)."""
+    from cfmlir.interpreter.run import analyze, load_certifier
+
+    res = analyze(load_certifier(certifier), mlp(**net), [-1.0, -1.0], [1.0, 1.0])
+    lo, hi = want
+    assert_close(res.lower, lo)
+    assert_close(res.upper, hi)
+    return res
