@@ -88,6 +88,15 @@ def properties(tmp_path, net_path, radius):
     return holds, violated
 
 
+def assert_verdicts(capsys, tmp_path, net_path, certifier: str, engine: str) -> None:
+    """cf-run ``--certifier certifier --engine engine`` on the network ``net_path``: the property that holds
+    around a point (:func:`properties`, radius 1e-3) is ``unsat`` or ``unknown``, the violated one ``sat``."""
+    holds, violated = properties(tmp_path, net_path, radius=1e-3)
+    common = ("--certifier", certifier, "--engine", engine, "--net", net_path)
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
+
+
 def verdict(capsys, tmp_path, *args):
     out = tmp_path / "result.json"
     code = cf_run([*map(str, args), "--json", str(out), "--quiet"])

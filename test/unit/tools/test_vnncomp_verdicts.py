@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import pytest
-from cftest.vnnlib_cases import generated_net, properties, verdict
+from cftest.vnnlib_cases import assert_verdicts, generated_net, properties, verdict
 
 
 NETS = ["verivital_maxpool", "verivital_avgpool", "test_vector"]
@@ -16,11 +16,7 @@ RUNS = [("deeppoly", "compiled"), ("deepz", "compiled"), ("crown_ibp", "interpre
 @pytest.mark.parametrize("net_name", NETS)
 @pytest.mark.parametrize("certifier,engine", RUNS)
 def test_verdicts(tmp_path, capsys, net_name, certifier, engine):
-    path = generated_net(tmp_path, net_name)
-    holds, violated = properties(tmp_path, path, radius=1e-3)
-    common = ("--certifier", certifier, "--engine", engine, "--net", path)
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
+    assert_verdicts(capsys, tmp_path, generated_net(tmp_path, net_name), certifier, engine)
 
 
 def test_a_small_box_is_proved(tmp_path, capsys):
