@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 import cfmlir
-from paper_problems import PAPER_EPSILON, error_line, paper_batch_size, paper_problem, user_errors
+from paper_problems import PAPER_EPSILON, paper_batch_size, paper_problem, run_script
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_NETS = "mnist_relu_3_50,mnist_relu_6_100,mnist_convSmallRELU__DiffAI,cifar_relu_6_100.nchwfix"
@@ -105,8 +105,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except user_errors() as exc:  # an unknown network or certifier: one line
-        print(error_line(exc), file=sys.stderr)
-        sys.exit(1)
+    run_script(main)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from cfruntime.flow.engine import EngineError
 from cfruntime.op_count import OpCounter
 from cfruntime.properties import shared_dir
 from cfruntime.soundness import check_bounds
-from paper_problems import error_line, paper_problem, user_errors
+from paper_problems import paper_problem, run_script
 
 NETS = ("mnist_relu_3_50", "mnist_relu_9_200", "mnist_ffnnSIGMOID__Point_6x200", "mnist_nln_tansig_200_50",
         "mnist_convSmallRELU__DiffAI", "cifar_relu_4_100", "cifar10_convSmallRELU__Point", "cifar10_convSmallRELU__PGDK")
@@ -176,8 +175,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except user_errors() as exc:  # an unknown network or certifier: one line
-        print(error_line(exc), file=sys.stderr)
-        sys.exit(1)
+    run_script(main)

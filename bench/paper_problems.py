@@ -11,11 +11,12 @@ predicate).  The bench scripts import this module as ``paper_problems`` (they ru
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from cfruntime.properties.paper_eps import PAPER_EPSILON, dataset_csv
 
-__all__ = ["PAPER_EPSILON", "paper_files", "paper_problem", "paper_batch_size", "user_errors", "error_line"]
+__all__ = ["PAPER_EPSILON", "paper_files", "paper_problem", "paper_batch_size", "user_errors", "error_line", "run_script"]
 
 
 def paper_files(net_name: str, shared: Path | None = None) -> tuple[Path, Path, float, Path]:
@@ -59,3 +60,14 @@ def error_line(exc: Exception) -> str:
     """The one ``error:`` line of a :func:`user_errors` exception."""
     line = (str(exc).splitlines() or [type(exc).__name__])[0]
     return line if "error: " in line else f"error: {line}"
+
+
+def run_script(main) -> None:
+    """Run a bench script's ``main()`` and exit with the status it returns (0 for None); a
+    :func:`user_errors` exception (an unknown network or certifier) is one line on stderr and status 1."""
+    try:
+        status = main()
+    except user_errors() as exc:
+        print(error_line(exc), file=sys.stderr)
+        sys.exit(1)
+    sys.exit(status)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import sys
 import time
 
 import torch
@@ -24,7 +23,7 @@ import cfruntime.flow.engine as engine
 from cfruntime import tensor as gb
 from cfruntime.flow import ops as rt_ops
 from cfruntime.flow.values import Affine
-from paper_problems import error_line, paper_problem, user_errors
+from paper_problems import paper_problem, run_script
 
 
 def describe(x) -> str:
@@ -94,8 +93,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except user_errors() as exc:  # an unknown network or certifier: one line
-        print(error_line(exc), file=sys.stderr)
-        sys.exit(1)
+    run_script(main)

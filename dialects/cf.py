@@ -589,8 +589,21 @@ BINARY_OPS: dict[str, type[BinaryOp]] = {
 }
 
 
+class UnaryOp(ExprOp):
+    """Base class of the unary operators (exactly one operand)."""
+
+    traits = traits_def(Pure())
+
+    def __init__(self, operand: SSAValue, result_type: Attribute):
+        super().__init__([operand], result_type)
+
+    def expected_type(self) -> sem.Type:
+        _ensure_arity(self, (1,))
+        return _typed(rules.unary, self.SYMBOL, *_operand_types(self))
+
+
 @irdl_op_definition
-class NegOp(ExprOp):
+class NegOp(UnaryOp):
     """``-e`` on numbers, PolyExps and SymExps.
 
     Example::
@@ -600,18 +613,10 @@ class NegOp(ExprOp):
 
     name = "cf.neg"
     SYMBOL: ClassVar[str] = "-"
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue, result_type: Attribute):
-        super().__init__([operand], result_type)
-
-    def expected_type(self) -> sem.Type:
-        _ensure_arity(self, (1,))
-        return _typed(rules.unary, "-", *_operand_types(self))
 
 
 @irdl_op_definition
-class NotOp(ExprOp):
+class NotOp(UnaryOp):
     """``!e`` on a Bool or a constraint.
 
     Example::
@@ -621,14 +626,6 @@ class NotOp(ExprOp):
 
     name = "cf.not"
     SYMBOL: ClassVar[str] = "!"
-    traits = traits_def(Pure())
-
-    def __init__(self, operand: SSAValue, result_type: Attribute):
-        super().__init__([operand], result_type)
-
-    def expected_type(self) -> sem.Type:
-        _ensure_arity(self, (1,))
-        return _typed(rules.unary, "!", *_operand_types(self))
 
 
 @irdl_op_definition

@@ -541,6 +541,32 @@ def _limit(args, inst: Instance) -> float:
     return args.timeout if args.timeout is not None else inst.timeout
 
 
+def _start_worker(args, startup: _Startup) -> Worker:
+    """A new :class:`Worker` for ``args``, prepared within ``PREPARE_LIMIT_S`` (else :class:`WorkerTimeout`);
+    the seconds its start took, failed or not, are added to ``startup``."""
+    t0 = time.perf_counter()
+    worker = Worker(args)
+    try:
+        worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
+    finally:
+        startup.seconds += time.perf_counter() - t0
+    return worker
+
+
+def _decide(worker: Worker, prove: bool, onnx: Path, vnnlib: Path, limit: float, startup: _Startup) -> Outcome:
+    """The Outcome of one instance in ``worker``, killed at ``limit`` seconds; with ``prove`` (a user's certifier)
+    its rules for the network are proved first, before the instance's clock starts, and the seconds that took
+    are added to ``startup`` (an outcome of the proof, a failed one, is the instance's)."""
+    outcome = None
+    if prove:
+        t0 = time.perf_counter()
+        outcome = worker.prove(onnx)
+        startup.seconds += time.perf_counter() - t0
+    if outcome is None:
+        outcome = worker.run(onnx, vnnlib, kill_time(limit))
+    return outcome
+
+
 def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
@@ -554,21 +580,11 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 yield inst, limit, Outcome("error", 0.0, message=inst.missing)
                 continue
             if worker is None:
-                t0 = time.perf_counter()
-                worker = Worker(args)
                 try:
-                    worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
+                    worker = _start_worker(args, startup)
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
-                finally:
-                    startup.seconds += time.perf_counter() - t0
-            outcome = None
-            if prove:  # a user's certifier: its rules for this network proved before the instance's clock starts
-                t0 = time.monotonic()
-                outcome = worker.prove(inst.onnx)
-                startup.seconds += time.monotonic() - t0
-            if outcome is None:
-                outcome = worker.run(inst.onnx, inst.vnnlib, kill_time(limit))
+            outcome = _decide(worker, prove, inst.onnx, inst.vnnlib, limit, startup)
             if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
                 worker.close()
                 worker = None
@@ -606,30 +622,20 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
     if worker is not None and (key != _ray_worker_key(args, cwd) or not worker.alive):
         worker.close()
         worker = None
-    startup_s = 0.0
+    startup = _Startup()
     if worker is None:
-        t0 = time.perf_counter()
-        worker = Worker(args)
         try:
-            worker.prepare(time.monotonic() + PREPARE_LIMIT_S)
+            worker = _start_worker(args, startup)
         except WorkerTimeout:
             return RemoteFailure(f"error: the analysis process did not start within {PREPARE_LIMIT_S:g}s")
         except run_setup.ReportedError as e:  # the certifier does not compile: the run stops, as without Ray
             return RemoteFailure(str(e))
-        finally:
-            startup_s = time.perf_counter() - t0
     _RAY_WORKER[:] = [_ray_worker_key(args, cwd), worker]
-    outcome = None
-    if run_setup.user_certifier(args):  # as without Ray: proved before the instance's clock starts
-        t0 = time.perf_counter()
-        outcome = worker.prove(Path(onnx))
-        startup_s += time.perf_counter() - t0
-    if outcome is None:
-        outcome = worker.run(Path(onnx), Path(vnnlib), kill_time(limit))
+    outcome = _decide(worker, run_setup.user_certifier(args), Path(onnx), Path(vnnlib), limit, startup)
     if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
         worker.close()
         _RAY_WORKER[:] = [None, None]
-    return outcome, startup_s
+    return outcome, startup.seconds
 
 
 def _outcomes_on_ray(args, instances: list[Instance], startup: _Startup):

@@ -7,14 +7,6 @@
 # this network runs (cached for run_instance.sh; exit status 3 when one is unsound, docs/trust.md).
 # Environment as for run_instance.sh.
 set -u
-if [ "$#" -ne 4 ]; then
-    echo "error: usage: prepare_instance.sh v1 BENCHMARK ONNX VNNLIB (got $# arguments)" >&2
-    exit 1
-fi
-if [ "$1" != "v1" ]; then
-    echo "error: prepare_instance.sh: unsupported version '$1' (expected v1)" >&2
-    exit 1
-fi
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY="${CF_PYTHON:-$ROOT/.venv/bin/python}"
+. "$(dirname "${BASH_SOURCE[0]}")/entry_point.sh"
+entry_args prepare_instance.sh "BENCHMARK ONNX VNNLIB" 4 "$@"
 exec "$PY" -m cfmlir.tools.instances prepare "${CF_CERTIFIER:-deeppoly}" "$3" "$4"

@@ -8,16 +8,8 @@
 # Environment: CF_CERTIFIER (shipped name or .cf file, default deeppoly), CF_DEVICE (default cpu; cuda for
 # the GPU), CF_DTYPE (float64 or float32, default float64), CF_PYTHON (default: the repository's .venv).
 set -u
-if [ "$#" -ne 6 ]; then
-    echo "error: usage: run_instance.sh v1 BENCHMARK ONNX VNNLIB RESULTS_FILE TIMEOUT (got $# arguments)" >&2
-    exit 1
-fi
-if [ "$1" != "v1" ]; then
-    echo "error: run_instance.sh: unsupported version '$1' (expected v1)" >&2
-    exit 1
-fi
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY="${CF_PYTHON:-$ROOT/.venv/bin/python}"
+. "$(dirname "${BASH_SOURCE[0]}")/entry_point.sh"
+entry_args run_instance.sh "BENCHMARK ONNX VNNLIB RESULTS_FILE TIMEOUT" 6 "$@"
 ONNX="$3"
 VNNLIB="$4"
 RESULTS="$5"

@@ -45,12 +45,18 @@ def _intern(cls, key, make):
     return n
 
 
-# -- atoms ---------------------------------------------------------------------------------------
-class Atom:
+class _Node:
+    """An interned atom or formula: its id, the variables and functions it mentions, whether it holds an ``Ite``."""
+
     __slots__ = ("id", "vars", "fns", "has_ite")
 
     def __repr__(self) -> str:
         return show(self)
+
+
+# -- atoms ---------------------------------------------------------------------------------------
+class Atom(_Node):
+    __slots__ = ()
 
 
 class Var(Atom):
@@ -333,11 +339,8 @@ def log(p: Poly) -> Poly:
 
 
 # -- formulas ------------------------------------------------------------------------------------
-class Formula:
-    __slots__ = ("id", "vars", "fns", "has_ite")
-
-    def __repr__(self) -> str:
-        return show(self)
+class Formula(_Node):
+    __slots__ = ()
 
 
 class BConst(Formula):
@@ -457,38 +460,31 @@ def _nary(cls, parts):
     return _leaf(cls, tuple(p.id for p in parts), fill)
 
 
-def and_(*fs: Formula) -> Formula:
+def _junction(cls, unit: Formula, absorbing: Formula, fs) -> Formula:
+    """The flattened ``cls`` (``And`` or ``Or``) of ``fs``: nested ``cls`` parts spliced in, ``unit`` and
+    repeated parts dropped, ``absorbing`` if any part is; ``unit`` for no parts, the part itself for one."""
     out, seen = [], set()
     for f in fs:
-        for g in (f.parts if isinstance(f, And) else (f,)):
-            if g is FALSE:
-                return FALSE
-            if g is TRUE or g.id in seen:
+        for g in (f.parts if isinstance(f, cls) else (f,)):
+            if g is absorbing:
+                return absorbing
+            if g is unit or g.id in seen:
                 continue
             seen.add(g.id)
             out.append(g)
     if not out:
-        return TRUE
+        return unit
     if len(out) == 1:
         return out[0]
-    return _nary(And, tuple(out))
+    return _nary(cls, tuple(out))
+
+
+def and_(*fs: Formula) -> Formula:
+    return _junction(And, TRUE, FALSE, fs)
 
 
 def or_(*fs: Formula) -> Formula:
-    out, seen = [], set()
-    for f in fs:
-        for g in (f.parts if isinstance(f, Or) else (f,)):
-            if g is TRUE:
-                return TRUE
-            if g is FALSE or g.id in seen:
-                continue
-            seen.add(g.id)
-            out.append(g)
-    if not out:
-        return FALSE
-    if len(out) == 1:
-        return out[0]
-    return _nary(Or, tuple(out))
+    return _junction(Or, FALSE, TRUE, fs)
 
 
 def not_(f: Formula) -> Formula:

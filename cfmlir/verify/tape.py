@@ -84,79 +84,73 @@ class Tape:
         i = self.slot[a.id] = len(self.code) - 1
         return i
 
-    # -- intervals ------------------------------------------------------------------------------
-    def enclose(self, box: dict) -> list:
+    def _run(self, total, atom_value) -> list:
+        """The values of the tape's polynomials, each atom and polynomial evaluated once:
+        ``total(monomials, atom)`` values a polynomial from :meth:`_poly`'s monomials (``atom(slot)``
+        gives an atom's value), ``atom_value(op, datum, poly)`` an atom from its code (``poly(i)``
+        gives the value of the compiled polynomial ``i``)."""
         atoms: list = [None] * len(self.code)
         sums: list = [None] * len(self._sum_code)
-        done = [False] * len(self._sum_code)
 
         def poly(i):
-            if done[i]:
-                return sums[i]
+            r = sums[i]
+            if r is None:
+                r = sums[i] = total(self._sum_code[i], atom)
+            return r
+
+        def atom(s):
+            r = atoms[s]
+            if r is None:
+                op, d = self.code[s]
+                r = atoms[s] = atom_value(op, d, poly)
+            return r
+
+        return [poly(i) for i in self.sums]
+
+    # -- intervals ------------------------------------------------------------------------------
+    def enclose(self, box: dict) -> list:
+        def total(monos, atom):
             acc = (0.0, 0.0)
-            for civ, _cf, fac in self._sum_code[i]:
+            for civ, _cf, fac in monos:
                 t = civ
                 for s, k in fac:
                     av = atom(s)
                     t = I.mul(t, av if k == 1 else I.power(av, k))
                 acc = I.add(acc, t)
-            sums[i], done[i] = acc, True
             return acc
 
-        def atom(s):
-            r = atoms[s]
-            if r is not None:
-                return r
-            op, d = self.code[s]
+        def atom_value(op, d, poly):
             if op == "var":
-                r = box.get(d, I.WHOLE)
-            else:
-                enc = _ENCLOSE.get(op)
-                r = I.WHOLE if enc is None else enc(poly(d))
-            atoms[s] = r
-            return r
+                return box.get(d, I.WHOLE)
+            enc = _ENCLOSE.get(op)
+            return I.WHOLE if enc is None else enc(poly(d))
 
-        return [poly(i) for i in self.sums]
+        return self._run(total, atom_value)
 
     # -- points ---------------------------------------------------------------------------------
     def value(self, point: dict) -> list[float]:
-        atoms: list = [None] * len(self.code)
-        sums: dict = {}
-
-        def poly(i):
-            r = sums.get(i)
-            if r is not None:
-                return r
+        def total(monos, atom):
             try:
                 acc = []
-                for _civ, cf, fac in self._sum_code[i]:
+                for _civ, cf, fac in monos:
                     t = cf
                     for s, k in fac:
                         t *= atom(s) ** k if k != 1 else atom(s)
                     acc.append(t)
-                r = math.fsum(acc)
+                return math.fsum(acc)
             except (OverflowError, ValueError, ZeroDivisionError):
-                r = math.nan
-            sums[i] = r
-            return r
+                return math.nan
 
-        def atom(s):
-            r = atoms[s]
-            if r is not None:
-                return r
-            op, d = self.code[s]
+        def atom_value(op, d, poly):
             try:
                 if op == "var":
-                    r = point[d]
-                else:
-                    val = _VALUE.get(op)
-                    r = math.nan if val is None else val(poly(d))
+                    return point[d]
+                val = _VALUE.get(op)
+                return math.nan if val is None else val(poly(d))
             except (OverflowError, ValueError):
-                r = math.nan
-            atoms[s] = r
-            return r
+                return math.nan
 
-        return [poly(i) for i in self.sums]
+        return self._run(total, atom_value)
 
 
 #: an atom's function -> its interval enclosure (:mod:`cfmlir.verify.interval`, rounded outward)

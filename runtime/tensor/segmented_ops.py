@@ -543,6 +543,16 @@ def split_inner(x, pos, neg, dim: int, same: bool = False):
     return NotImplemented
 
 
+def _sole_block(x, sdim: int):
+    """``x`` as one block: a tensor ``x`` itself, the part of a segmented ``x`` along ``sdim`` whose one
+    segment starts at 0; None for anything else."""
+    if is_segmented(x):
+        if x.sdim != sdim or len(x.parts) != 1 or next(iter(x.parts)) != 0:
+            return None
+        return next(iter(x.parts.values()))
+    return x if isinstance(x, torch.Tensor) else None
+
+
 def _drop_unit(p, dim: int):
     return p.squeeze(dim) if isinstance(p, torch.Tensor) else p.remove_dim(dim, 0)
 
@@ -559,13 +569,8 @@ def _split_through(x, pos, neg, same: bool):
         if not is_segmented(v) or v.ndim != r or v.sdim != r - 1 or v.shape[r - 3] != 1:
             return NotImplemented
     ref = pos
-    if is_segmented(x):
-        if x.sdim != r - 2 or len(x.parts) != 1 or next(iter(x.parts)) != 0:
-            return NotImplemented
-        xp = next(iter(x.parts.values()))
-    elif isinstance(x, torch.Tensor):
-        xp = x
-    else:
+    xp = _sole_block(x, r - 2)
+    if xp is None:
         return NotImplemented
     xm = xp.squeeze(-1) if isinstance(xp, torch.Tensor) else xp.remove_dim(r - 1, 0)
     xplus = xminus = sign = None
@@ -728,13 +733,8 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
     ``(sum_k c+ lc + c- uc, sum_k c+ lk + c- uk)``, splitting ``c`` by sign once for both.  ``lower is
     upper`` (one polyhedron) needs no split.  NotImplemented for other layouts."""
     r = len(c.shape)
-    if is_segmented(c):
-        if c.fill or c.sdim != r - 1 or len(c.parts) != 1 or next(iter(c.parts)) != 0:
-            return NotImplemented
-        xm = next(iter(c.parts.values()))
-    elif isinstance(c, torch.Tensor):
-        xm = c
-    else:
+    xm = None if is_segmented(c) and c.fill else _sole_block(c, r - 1)
+    if xm is None:
         return NotImplemented
     for v in (lc, uc):
         if not is_segmented(v) or v.fill or v.ndim != r + 1 or v.sdim != r or v.shape[r - 2] != 1:

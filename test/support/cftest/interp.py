@@ -37,11 +37,13 @@ def random_mlp(sizes, seed: int, activation: str = "relu", scale: float = 1.0) -
 
 
 def shared_mnist_3x50():
-    """(network, property with 10 images at eps 0.005) or None when ../shared is absent."""
+    """(network, property with 10 images at eps 0.005); the calling test is skipped when ../shared is absent."""
     net_path = SHARED / "nets" / "mnist_relu_3_50.onnx"
     data_path = SHARED / "data" / "mnist_test.csv"
     if not (net_path.is_file() and data_path.is_file()):
-        return None
+        import pytest
+
+        pytest.skip("../shared (mnist_relu_3_50.onnx, mnist_test.csv) not available")
     from cfruntime.network import load_onnx
     from cfruntime.properties import load_eran_csv, robustness_property
 
@@ -56,3 +58,24 @@ NET_B = dict(
     weights=[[[1, 1], [1, -1], [1, 1]], [[1, 0, -2], [0, 1, 1], [-1, 0, 2]], [[1, 1, -1], [-1, 0, 1]]],
     biases=[[3, -3, -1], [-2, 0, 2], [0, 1]],
 )
+
+
+def assert_close(got, want, tol: float = 1e-9) -> None:
+    """``got`` and ``want``, two sequences of numbers, have the same length and agree within ``tol``."""
+    import pytest
+
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, abs=tol), (got, want)
+
+
+def hand_analysis(certifier: str, net: dict, want):
+    """The interpreter's analysis by ``certifier`` of a hand-built net (``net``: :func:`mlp`'s keyword
+    arguments, two inputs) on the box [-1, 1]^2, its output bounds asserted to be ``want`` = (lower, upper)."""
+    from cfmlir.interpreter.run import analyze, load_certifier
+
+    res = analyze(load_certifier(certifier), mlp(**net), [-1.0, -1.0], [1.0, 1.0])
+    lo, hi = want
+    assert_close(res.lower, lo)
+    assert_close(res.upper, hi)
+    return res

@@ -86,6 +86,17 @@ def source(name, cert, old, new):
     return text, file
 
 
+def verdict(case, timeout: int = 30):
+    """The prover's one result on a mutant ``(name, certifier, old text, new text, rule)`` of
+    :data:`UNSOUND` or :data:`SOUND`: its rule checked in the mutated certifier (:func:`source`)."""
+    from cfmlir.verify import verify_source
+
+    name, cert, old, new, op = case
+    text, file = source(name, cert, old, new)
+    (r,) = verify_source(text, file, ops={op}, timeout=timeout)
+    return r
+
+
 def unsound_file(directory, name: str):
     """The ``.cf`` file of the UNSOUND mutant ``name``, written into ``directory``."""
     from pathlib import Path

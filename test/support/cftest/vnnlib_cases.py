@@ -51,6 +51,15 @@ def vector_net(path, seed: int = 1):
     return _save(path, nodes, inits, [5], [2])
 
 
+def generated_net(directory, name: str):
+    """The generated network ``name`` (``verivital_maxpool``, ``verivital_avgpool``: :func:`verivital_like`;
+    ``test_vector``: :func:`vector_net`) saved as ``directory / "<name>.onnx"``: its path."""
+    path = directory / f"{name}.onnx"
+    if name == "test_vector":
+        return vector_net(path)
+    return verivital_like(path, name.split("_")[1])
+
+
 def vnnlib(path, lb, ub, n_out, output_asserts):
     lines = [f"(declare-const X_{i} Real)" for i in range(len(lb))] + [f"(declare-const Y_{j} Real)" for j in range(n_out)]
     for i, (lo, hi) in enumerate(zip(lb, ub)):
@@ -77,6 +86,15 @@ def properties(tmp_path, net_path, radius):
                    ["(assert (or " + " ".join(f"(and (>= Y_{j} Y_{top}))" for j in others) + "))"])
     violated = vnnlib(tmp_path / "violated.vnnlib", lb, ub, len(y), [f"(assert (>= Y_{top} {float(y[top]) - 1.0!r}))"])
     return holds, violated
+
+
+def assert_verdicts(capsys, tmp_path, net_path, certifier: str, engine: str) -> None:
+    """cf-run ``--certifier certifier --engine engine`` on the network ``net_path``: the property that holds
+    around a point (:func:`properties`, radius 1e-3) is ``unsat`` or ``unknown``, the violated one ``sat``."""
+    holds, violated = properties(tmp_path, net_path, radius=1e-3)
+    common = ("--certifier", certifier, "--engine", engine, "--net", net_path)
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
+    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
 
 
 def verdict(capsys, tmp_path, *args):

@@ -9,7 +9,7 @@ import onnx
 import pytest
 
 from cfruntime.network.builders import layer_op_model
-from cftest.vnnlib_cases import properties, verdict
+from cftest.vnnlib_cases import assert_verdicts, properties, verdict
 
 NETS = ["concat_branches", "slice_split", "vector", "clip"]
 RUNS = [("deeppoly", "compiled"), ("deepz", "compiled"), ("crown_ibp", "interpreter")]
@@ -24,11 +24,7 @@ def saved(tmp_path, net_name):
 @pytest.mark.parametrize("net_name", NETS)
 @pytest.mark.parametrize("certifier,engine", RUNS)
 def test_verdicts(tmp_path, capsys, net_name, certifier, engine):
-    path = saved(tmp_path, net_name)
-    holds, violated = properties(tmp_path, path, radius=1e-3)
-    common = ("--certifier", certifier, "--engine", engine, "--net", path)
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
+    assert_verdicts(capsys, tmp_path, saved(tmp_path, net_name), certifier, engine)
 
 
 @pytest.mark.parametrize("net_name", NETS)

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import pytest
-from cftest.vnnlib_cases import properties, vector_net, verdict, verivital_like
+from cftest.vnnlib_cases import assert_verdicts, generated_net, properties, verdict
 
 
 NETS = ["verivital_maxpool", "verivital_avgpool", "test_vector"]
@@ -16,25 +16,13 @@ RUNS = [("deeppoly", "compiled"), ("deepz", "compiled"), ("crown_ibp", "interpre
 @pytest.mark.parametrize("net_name", NETS)
 @pytest.mark.parametrize("certifier,engine", RUNS)
 def test_verdicts(tmp_path, capsys, net_name, certifier, engine):
-    path = tmp_path / f"{net_name}.onnx"
-    if net_name == "test_vector":
-        vector_net(path)
-    else:
-        verivital_like(path, net_name.split("_")[1])
-    holds, violated = properties(tmp_path, path, radius=1e-3)
-    common = ("--certifier", certifier, "--engine", engine, "--net", path)
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", holds) in ("unsat", "unknown")
-    assert verdict(capsys, tmp_path, *common, "--vnnlib", violated) == "sat"
+    assert_verdicts(capsys, tmp_path, generated_net(tmp_path, net_name), certifier, engine)
 
 
 def test_a_small_box_is_proved(tmp_path, capsys):
     """DeepPoly proves the property that holds on every generated net (so 'unknown' above is not all
     it ever says)."""
     for net_name in NETS:
-        path = tmp_path / f"{net_name}.onnx"
-        if net_name == "test_vector":
-            vector_net(path)
-        else:
-            verivital_like(path, net_name.split("_")[1])
+        path = generated_net(tmp_path, net_name)
         holds, _ = properties(tmp_path, path, radius=1e-4)
         assert verdict(capsys, tmp_path, "--certifier", "deeppoly", "--net", path, "--vnnlib", holds) == "unsat", net_name

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from cfmlir.interpreter.run import analyze, load_certifier
-from cftest.interp import NET_B, mlp
+from cftest.interp import NET_B, assert_close, hand_analysis, mlp
 
 BOX = ([-1.0, -1.0], [1.0, 1.0])
 
@@ -130,36 +130,24 @@ HIDDEN_B = {
 }
 
 
-def _close(got, want):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g == pytest.approx(w, abs=1e-9), (got, want)
-
-
 @pytest.mark.parametrize("name", sorted(EXPECTED_A))
 def test_net_a_2_2_2(name):
-    res = analyze(load_certifier(name), mlp(**NET_A), *BOX)
-    lo, hi = EXPECTED_A[name]
-    _close(res.lower, lo)
-    _close(res.upper, hi)
+    res = hand_analysis(name, NET_A, EXPECTED_A[name])
     # layer 1 is exact interval arithmetic for every certifier
     l1 = res.layer_bounds()[1]
-    _close(l1[0], [-1.0, -2.0])
-    _close(l1[1], [3.0, 2.0])
+    assert_close(l1[0], [-1.0, -2.0])
+    assert_close(l1[1], [3.0, 2.0])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_B))
 def test_net_b_2_3_3_2(name):
-    res = analyze(load_certifier(name), mlp(**NET_B), *BOX)
-    lo, hi = EXPECTED_B[name]
-    _close(res.lower, lo)
-    _close(res.upper, hi)
+    res = hand_analysis(name, NET_B, EXPECTED_B[name])
     lb = res.layer_bounds()
-    _close(lb[1][0], [1.0, -5.0, -3.0])
-    _close(lb[1][1], [5.0, -1.0, 1.0])
+    assert_close(lb[1][0], [1.0, -5.0, -3.0])
+    assert_close(lb[1][1], [5.0, -1.0, 1.0])
     for layer, (l, u) in HIDDEN_B[name].items():
-        _close(lb[layer][0], l)
-        _close(lb[layer][1], u)
+        assert_close(lb[layer][0], l)
+        assert_close(lb[layer][1], u)
 
 
 def test_deepz_noise_symbols_fresh_per_crossing_relu():

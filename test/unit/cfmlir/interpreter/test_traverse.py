@@ -16,13 +16,7 @@ import pytest
 
 from cfmlir.interpreter.errors import InterpreterError
 from cfmlir.interpreter.run import analyze, certify_sample, compile_source, load_certifier
-from cftest.interp import NET_B, mlp, random_mlp, shared_mnist_3x50
-
-
-def _close(got, want, tol=1e-9):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g == pytest.approx(w, abs=tol), (got, want)
+from cftest.interp import NET_B, assert_close, hand_analysis, mlp, random_mlp, shared_mnist_3x50
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -32,8 +26,8 @@ def test_deeppoly_0_equals_ibp_on_every_layer(seed):
     a = analyze(load_certifier("deeppoly_0"), net, lo, hi).layer_bounds()
     b = analyze(load_certifier("ibp"), net, lo, hi).layer_bounds()
     for layer in a:
-        _close(a[layer][0], b[layer][0], 1e-12)
-        _close(a[layer][1], b[layer][1], 1e-12)
+        assert_close(a[layer][0], b[layer][0], 1e-12)
+        assert_close(a[layer][1], b[layer][1], 1e-12)
 
 
 # Net B (see test_hand_bounds for the network and the p = 0 (IBP) / full DeepPoly derivations):
@@ -61,18 +55,12 @@ DEEPPOLY_P_NET_B = {  # deeppoly_<p> -> bounds derived above for network depth 2
 
 @pytest.mark.parametrize("p", sorted(DEEPPOLY_P_NET_B))
 def test_deeppoly_p_hand_derived(p):
-    res = analyze(load_certifier(f"deeppoly_{p}"), mlp(**NET_B), [-1.0, -1.0], [1.0, 1.0])
-    lo, hi = DEEPPOLY_P_NET_B[p]
-    _close(res.lower, lo)
-    _close(res.upper, hi)
+    hand_analysis(f"deeppoly_{p}", NET_B, DEEPPOLY_P_NET_B[p])
 
 
 @pytest.fixture(scope="module")
 def mnist():
-    got = shared_mnist_3x50()
-    if got is None:
-        pytest.skip("../shared (mnist_relu_3_50.onnx, mnist_test.csv) not available")
-    return got
+    return shared_mnist_3x50()
 
 
 def _margins(name, net, prop, i):

@@ -14,7 +14,7 @@ from cfmlir.syntax.unparse import unparse
 from cfmlir.tools.cf_verify import main as cf_verify
 from cfmlir.verify import COUNTEREXAMPLE, UNKNOWN, VERIFIED, FragmentError, verify_source
 
-from cftest.mutants import SOUND, UNSOUND, source
+from cftest.mutants import SOUND, UNSOUND, source, verdict
 
 def test_sound_sigmoid_rule_is_never_a_counterexample():
     text, file = certifier_source("deeppoly")
@@ -26,18 +26,14 @@ def test_sound_sigmoid_rule_is_never_a_counterexample():
 
 @pytest.mark.parametrize("mutant", UNSOUND, ids=[m[0] for m in UNSOUND])
 def test_unsound_mutant_has_replayed_counterexample(mutant):
-    name, cert, old, new, op = mutant
-    text, file = source(name, cert, old, new)
-    (r,) = verify_source(text, file, ops={op}, timeout=30)
+    r = verdict(mutant)
     assert r.status == COUNTEREXAMPLE, r.line()
     assert "violates" in r.detail or "traverse invariant" in r.detail
 
 
 @pytest.mark.parametrize("variant", SOUND, ids=[m[0] for m in SOUND])
 def test_sound_variant_verified(variant):
-    name, cert, old, new, op = variant
-    text, file = source(name, cert, old, new)
-    (r,) = verify_source(text, file, ops={op}, timeout=30)
+    r = verdict(variant)
     assert r.status == VERIFIED, r.line()
 
 

@@ -216,22 +216,29 @@ def test_dense_at_patches_in_row_chunks(lead_x, lead_p, monkeypatch):
     torch.testing.assert_close(T.to_dense(chunked), whole, rtol=1e-12, atol=1e-12)
 
 
-def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
-    """coef @ conv2 -> @ relu diag -> @ conv1, all without unrolling a conv."""
-    g = torch.Generator().manual_seed(5)
+def _conv_chain(seed: int):
+    """``(coef, bound, n0)``: deeppoly's bound matrix ``[2, N, N]`` of a conv [1,8,8] -> [4,4,4], a ReLU
+    diagonal and a conv [4,4,4] -> [6,4,4] (random weights from ``seed``), the coefficients ``coef``
+    ``[2, 5, N]`` of 5 rows on the last layer, and the input layer's size ``n0``."""
+    g = torch.Generator().manual_seed(seed)
     w1 = torch.randn(4, 1, 3, 3, generator=g, dtype=torch.float64)
     w2 = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
     c1 = ConvBlock(w1, (8, 8), 2, 1)          # [1,8,8] -> [4,4,4]
-    c2 = ConvBlock(w2, c1.out_hw, 1, 1)      # [4,4,4] -> [6,4,4]
     n0, n1, n2 = 64, 64, 96
-    N = n0 + n1 + n1 + n2
+    N = n0 + 2 * n1 + n2
     o1, o2, o3 = n0, n0 + n1, n0 + 2 * n1
     bound = SparseTensor((2, N, N), 0.0, [
         ((0, o1, 0), ConvBlock(w1, (8, 8), 2, 1, lead=(2,))),
         ((0, o2, o1), DiagonalBlock(torch.rand(2, n1, generator=g, dtype=torch.float64), 1)),
-        ((0, o3, o2), ConvBlock(w2, c1.out_hw, 1, 1, lead=(2,))),
+        ((0, o3, o2), ConvBlock(w2, c1.out_hw, 1, 1, lead=(2,))),  # [4,4,4] -> [6,4,4]
     ])
     coef = T.embed_range(T.from_dense(torch.randn(2, 5, n2, generator=g, dtype=torch.float64)), 2, o3, N)
+    return coef, bound, n0
+
+
+def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
+    """coef @ conv2 -> @ relu diag -> @ conv1, all without unrolling a conv."""
+    coef, bound, n0 = _conv_chain(5)
     x = coef
     for _ in range(3):
         x = T.inner(x, bound)
@@ -240,19 +247,7 @@ def test_deeppoly_conv_chain_never_unrolls(no_conv_unroll):
 
 
 def test_deeppoly_conv_chain_matches_dense():
-    g = torch.Generator().manual_seed(6)
-    w1 = torch.randn(4, 1, 3, 3, generator=g, dtype=torch.float64)
-    w2 = torch.randn(6, 4, 3, 3, generator=g, dtype=torch.float64)
-    c1 = ConvBlock(w1, (8, 8), 2, 1)
-    n0, n1, n2 = 64, 64, 96
-    N = n0 + 2 * n1 + n2
-    o1, o2, o3 = n0, n0 + n1, n0 + 2 * n1
-    bound = SparseTensor((2, N, N), 0.0, [
-        ((0, o1, 0), ConvBlock(w1, (8, 8), 2, 1, lead=(2,))),
-        ((0, o2, o1), DiagonalBlock(torch.rand(2, n1, generator=g, dtype=torch.float64), 1)),
-        ((0, o3, o2), ConvBlock(w2, c1.out_hw, 1, 1, lead=(2,))),
-    ])
-    coef = T.embed_range(T.from_dense(torch.randn(2, 5, n2, generator=g, dtype=torch.float64)), 2, o3, N)
+    coef, bound, _ = _conv_chain(6)
     x, xd, bd = coef, coef.to_dense(), bound.to_dense()
     for _ in range(3):
         x, xd = T.inner(x, bound), xd @ bd
