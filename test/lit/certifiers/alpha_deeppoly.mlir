@@ -21,14 +21,6 @@
 // CHECK: cf.parameter @au for ["Relu"] else 1.0 {
 // CHECK-NEXT: Relu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}
-// CHECK: cf.func @scale_pos(%coeff: !cf.float, %a: !cf.float) -> !cf.float {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
-// CHECK: cf.func @scale_neg(%coeff: !cf.float, %a: !cf.float) -> !cf.float {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
-// CHECK: cf.func @subst_lower(%n: !cf.neuron, %coeff: !cf.float) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
-// CHECK: cf.func @subst_upper(%n: !cf.neuron, %coeff: !cf.float) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @replace_lower(%n: !cf.neuron, %coeff: !cf.float) -> !cf.polyexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @replace_upper(%n: !cf.neuron, %coeff: !cf.float) -> !cf.polyexp {
