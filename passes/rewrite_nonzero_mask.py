@@ -42,6 +42,11 @@ class NonzeroMask(RewritePattern):
             y = _rest_of_conjunction(mask.owner.input if negated else mask, c)
             if y is None:
                 continue
+            if ct.meta(y).rest != ct.meta(mask).rest and mask is op.lhs:
+                # the result's stack below the top is the first operand's, and ``y``'s may differ
+                # from the mask's (a user priority that reads a bound): the uses are typed by the old
+                # result, so the rewrite would not preserve the type
+                continue
             new_ops = []
             if negated:
                 new_ops.append(ct.UnaryOp("not", y))

@@ -147,8 +147,6 @@ def test_traverse_that_never_ends(tmp_path, tiny_net, csv, capsys, engine):
     assert "did not" in line and "re-introduce" in line, line
 
 
-@pytest.mark.xfail(strict=True, reason="cftensor infer_type (39bca5e): an add_dim/remove_dim/reduce/repeat whose "
-                   "result type's lower stack element is R where its operand's is N; found by the 2026-11-28 gate, open")
 def test_per_neuron_traverse_that_never_ends_stops_at_the_interpreters_cap(tmp_path):
     """A priority that reads a neuron's bounds gives the per-neuron loop; it stops after the interpreter's
     step cap (4 * neurons + 100), at the rule's position."""
