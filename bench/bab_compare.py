@@ -16,7 +16,8 @@ each instance line ``onnx,vnnlib,timeout`` of a benchmark's CSV is run by
   ``PROP.vnnlib.compiled`` beside it), killed at ``T`` plus a grace of ``GRACE_S`` (its attack does not
   look at the clock): then ``timeout``.  ``CFG`` is ``../shared/peers/abcrown/<benchmark>_cpu.yaml`` when
   it exists (acasxu, mnist_fc), else the tool's own VNN-COMP 2021 configuration with ``device: cpu``, no
-  CSV paths, and plain branch and bound instead of a MIP (``bab-refine``/``mip`` need gurobi).
+  CSV paths, and plain branch and bound instead of a MIP (``bab-refine``/``mip`` need gurobi) and without
+  cutting planes (oval21's come from CPLEX).
 
 Per benchmark and tool: the instances run, decided (``unsat``/``sat``), wrong answers against the official
 answers (the majority of the competition's verifiers, ``--reference``: ``results_csv/`` of
@@ -100,6 +101,9 @@ def abcrown_config(benchmark: str, onnx: str, abcrown: Path, tmp: Path) -> Path 
     # refines with a MIP (gurobi, not licensed here), as ../shared/peers/abcrown/*_cpu.yaml do
     text = re.sub(r"^  (root_path|csv_name):.*\n", "", src.read_text(), flags=re.M)
     text = re.sub(r"complete_verifier: (bab-refine|mip)", "complete_verifier: bab", text)
+    # oval21's cutting planes come from CPLEX (not installed here): branch and bound without cuts
+    text = re.sub(r"^(  cut:\n(?:    .*\n)*?)    enabled: True\n", r"\1    enabled: False\n", text, flags=re.M)
+    text = re.sub(r"cplex_cuts: True", "cplex_cuts: False", text)
     cpu = tmp / f"{benchmark.replace('/', '_')}_cpu.yaml"
     if re.search(r"^general:", text, re.M):
         text = re.sub(r"^general:\n", "general:\n  device: cpu\n", text, count=1, flags=re.M)

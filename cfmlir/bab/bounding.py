@@ -198,6 +198,7 @@ class CertifierBounding:
         iteration (each is a bound on the domain: every iterate has ``beta >= 0``) and the multipliers of the
         iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are optimised
         with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.  The soundness check sees the best rows of every batch."""
+        from cfmlir.adam import Adam
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
         from cfruntime.flow.param_store import ParamStore
@@ -209,7 +210,7 @@ class CertifierBounding:
             b = min(a + self.batch_size, len(domains))
             raw = {k: domains[beta_key(k)][a:b].to(torch.float64).clone().requires_grad_(True) for k in self.beta_layers}
             signs = {k: domains[split_key(k)][a:b] for k in self.beta_layers}
-            opt = torch.optim.Adam(list(raw.values()), lr=lr)
+            opt = Adam(raw.values(), lr=lr)
             # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
             # their initial values (any values are sound; the store makes them on the first run)
             params = ParamStore(requires_grad=True) if getattr(self.cert, "params", None) else None
@@ -226,7 +227,7 @@ class CertifierBounding:
                     res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
                                         **extra, **self.options)
                 if params is not None and it == 0 and params.tensors():
-                    opt.add_param_group({"params": params.tensors(), "lr": alpha_lr})
+                    opt.add_group(params.tensors(), alpha_lr)
                 lower = res.lower.to("cpu", torch.float64)
                 self.rows_bounded += b - a
                 with torch.no_grad():
@@ -245,7 +246,7 @@ class CertifierBounding:
                 dv = objective.disjunct_values(lower)
                 open_ = (dv <= 0) & dv.isfinite()
                 loss = -torch.where(open_, dv, torch.zeros_like(dv)).sum()
-                opt.zero_grad(set_to_none=True)
+                opt.zero_grad()
                 loss.backward()
                 opt.step()
                 with torch.no_grad():  # projected: the raw values stay in the multipliers' domain

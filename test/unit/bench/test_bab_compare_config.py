@@ -1,0 +1,48 @@
+"""``bench/bab_compare.py`` runs alpha-beta-CROWN with the competition's configuration made fit for this CPU
+(issue 26.3): on the CPU, one instance at a time (no CSV paths), branch and bound instead of a MIP (gurobi)
+and without oval21's CPLEX cutting planes, which otherwise end every oval21 instance in an error."""
+
+from __future__ import annotations
+
+import sys
+
+from cftest import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+import bab_compare  # noqa: E402 - the bench script
+
+OVAL21 = """general:
+  root_path: ../../vnncomp2021/benchmarks/oval21
+  csv_name: oval21_instances.csv
+  complete_verifier: bab-refine
+  conv_mode: matrix
+solver:
+  batch_size: 2000
+bab:
+  branching:
+    candidates: 10
+  cut:
+    enabled: True
+    cplex_cuts: True
+    bab_cut: True
+attack:
+  pgd_order: middle
+"""
+
+
+def test_oval21_configuration_runs_on_this_cpu(tmp_path, monkeypatch):
+    monkeypatch.setattr(bab_compare, "PEERS", tmp_path / "no-peers")
+    abcrown = tmp_path / "abcrown"
+    cfg = abcrown / "src" / "complete_verifier" / "exp_configs" / "vnncomp21" / "oval21.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text(OVAL21)
+    text = bab_compare.abcrown_config("oval21", "nets/cifar_base_kw.onnx", abcrown, tmp_path).read_text()
+    assert "general:\n  device: cpu\n" in text
+    assert "root_path" not in text and "csv_name" not in text
+    assert "complete_verifier: bab\n" in text
+    assert "  cut:\n    enabled: False\n    cplex_cuts: False\n    bab_cut: True\n" in text
+    assert "conv_mode: matrix" in text and "pgd_order: middle" in text
+
+
+def test_a_benchmark_without_a_configuration_is_not_run_by_abcrown(tmp_path):
+    assert bab_compare.abcrown_config("nonexistent", "x.onnx", tmp_path, tmp_path) is None
