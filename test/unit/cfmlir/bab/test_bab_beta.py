@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -222,3 +223,26 @@ def test_float32_runs_without_multipliers_and_keeps_its_rows(shipped):
     assert runs[torch.float32].verdict == runs[torch.float64].verdict == case.truth == "unsat"
     assert runs[torch.float32].stats["beta"].startswith("off") and runs[torch.float64].stats["beta"] == "on"
     assert runs[torch.float32].stats["domains"] <= 200
+
+
+def test_an_unwidened_float32_run_keeps_the_multipliers(shipped):
+    """Without widening (``widen=False``) a float32 run has no placeholder problem, and the root's check that
+    the certifier carries the term allows for float32 rounding: on an MNIST-sized net (784 inputs, sums long
+    enough to round differently with the zero term) a 1e-9 tolerance switched beta off for DeepPoly."""
+    from cfruntime.network import network_from_model
+    from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty
+    from cftest.instances_folder import relu_net
+
+    sizes = [784, 256, 256, 10]
+    _, _, model = relu_net(sizes, seed=0)
+    net = network_from_model(model)
+    lb, ub = np.full(784, 0.3), np.full(784, 0.36)
+    A = (np.eye(10)[1] - np.eye(10)[0]).reshape(1, -1)
+    xs = torch.from_numpy(lb + np.random.default_rng(0).uniform(size=(500, 784)) * (ub - lb))
+    vals = net.forward(xs) @ torch.from_numpy(A).T
+    b = float(vals.min()) - 0.05 * float(vals.max() - vals.min())  # below every sample: the root cannot decide
+    prop = VnnlibProperty(784, 10, [InputRegion(lb, ub, [(A, np.array([b]))])])
+    out = run_bab(shipped.compiled("deeppoly"), net, prop, dtype=torch.float32, widen=False,
+                  deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu", attack_restarts=0, max_domains=4))
+    assert out.stats["beta"] == "on", out.stats["beta"]
