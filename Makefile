@@ -24,7 +24,7 @@ demo: setup
 # Both suites always run; the target fails if either failed.  When a suite failed, its closing lines are
 # printed again at the end (so the tail of a CI log names the failure), the lit count last.
 test: setup
-	@$(PY) -m pytest -W error -q --durations=40 test/unit 2>&1 | tee .unit.log; unit=$${PIPESTATUS[0]}; \
+	@$(PY) -m pytest -W error -q test/unit --durations=40 2>&1 | tee .unit.log; unit=$${PIPESTATUS[0]}; \
 	$(PY) test/run_lit.py 2>&1 | tee .lit.log; lit=$${PIPESTATUS[0]}; \
 	if [ $$unit -ne 0 ]; then echo "--- pytest exited with status $$unit; its last lines:"; tail -n 30 .unit.log; fi; \
 	if [ $$lit -ne 0 ] || [ $$unit -ne 0 ]; then tail -n 1 .lit.log; fi; \
