@@ -14,6 +14,8 @@ keeps the competition's timeouts but cuts each to at most ``S`` seconds, and ``-
 first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
 ``--optimize N`` is passed on (N steps of the certifier's parameters, e.g. ``--certifier alpha_deeppoly``);
+``--bab auto|on|off`` is passed on (branch and bound after one pass, :mod:`cfmlir.bab`; ``off`` measures
+one pass alone, as issue 25's with/without ``--optimize`` counts do);
 ``--split auto|on|off`` is passed on (input splitting, :mod:`cfmlir.input_splitting`); the ``split``
 column counts the instances that splitting decided.
 
@@ -152,7 +154,7 @@ def subset_csv(csv_path: Path, tmp: Path, cap: float | None, first: int | None) 
 def cf_run_command(csv_path: Path, out_json: Path, args) -> list[str]:
     """The ``cf-run --instances`` command line for one benchmark's (subset) CSV, with the flags passed on."""
     cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(csv_path), "--json", str(out_json),
-                    "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--quiet"]
+                    "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--bab", args.bab, "--quiet"]
     if args.timeout is not None:
         cmd += ["--timeout", str(args.timeout)]
     if args.optimize:
@@ -245,6 +247,7 @@ def main() -> int:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float64", choices=("float64", "float32"))
     ap.add_argument("--split", default="auto", choices=("auto", "on", "off"))
+    ap.add_argument("--bab", default="auto", choices=("auto", "on", "off"), help="passed on to cf-run (off: one pass)")
     ap.add_argument("--reference", default=None, metavar="DIR", help="other verifiers' results CSVs to compare with")
     ap.add_argument("--out", default="bench/results/vnncomp.json")
     ap.add_argument("--coverage", action="store_true", help="load the networks only: the benchmark x certifier table")
@@ -287,6 +290,7 @@ def main() -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
                                           "timeout_override_s": args.timeout, "cap_s": args.cap, "optimize": args.optimize, "first": args.first, "split": args.split,
+                                          "bab": args.bab,
                                           "reference": args.reference, "benchmarks": results}, indent=1, allow_nan=False) + "\n")
     return 0
 

@@ -13,13 +13,16 @@ Algorithm:
    adds the conjuncts sharing a variable with the kept ones, ``k`` times).  Dropping conjuncts
    weakens the problem: unsat still proves the obligation; a point must be replayed on the whole
    world (:mod:`cfmlir.verify.replay`), and the caller retries with a higher level when it is not.
-3. *Cases* (:mod:`cfmlir.verify.cases`): every ``If`` (``min``, ``abs``, a rule's conditional)
+3. With ``sin``/``cos`` in the claim: the *whole* conjunction, conditionals and all, in linear z3
+   with the chord and extremum lemmas (:mod:`cfmlir.verify.trig_chord`); ``unsat`` ends here (a
+   proof), anything else goes on to the cases.
+4. *Cases* (:mod:`cfmlir.verify.cases`): every ``If`` (``min``, ``abs``, a rule's conditional)
    split away, infeasible partial cases pruned by box contraction; every case is a conjunction of
    smooth atoms ``g >= 0`` / ``g > 0``.
-4. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`) or,
+5. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`) or,
    for one atom with a function in it, by proving its negation on the others
    (:mod:`cfmlir.verify.reduce`: monotonicity, convexity, splitting, branch and prune).
-5. The cases left are *searched* by branch and prune (:mod:`cfmlir.verify.boxes`) for a point where
+6. The cases left are *searched* by branch and prune (:mod:`cfmlir.verify.boxes`) for a point where
    every atom holds in float64 (a candidate counterexample, replayed by the caller), down to boxes of
    relative width ``delta``; a box that narrow on which no atom is refuted is a delta-witness.
 
@@ -38,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 
 from cfmlir.verify import expr as E
+from cfmlir.verify import trig_chord
 from cfmlir.verify.boxes import Outcome, Region, search
 from cfmlir.verify.cases import TooManyCases, cases
 from cfmlir.verify.reduce import Prover, Timeout
@@ -107,6 +111,9 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
     except Unsupported as exc:
         return Decision(UNKNOWN, detail=f"outside the procedure: {exc}")  # (rules.OUTSIDE)
     kept = sliced(prem_f, goal_f, level)
+    left = deadline - time.perf_counter()
+    if left > 0 and trig_chord.unsat(kept, timeout=0.8 * left):
+        return Decision(UNSAT, detail="the chord and extremum lemmas")
     prover = Prover(deadline, z3_timeout=z3_timeout)
     open_cases = []
     n = 0

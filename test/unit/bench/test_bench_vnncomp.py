@@ -138,9 +138,10 @@ def test_optimize_is_passed_on_to_cf_run(tmp_path):
     finally:
         sys.path.pop(0)
     args = argparse.Namespace(certifier="alpha_deeppoly", device="cpu", dtype="float64", split="auto", timeout=None,
-                              optimize=3)
+                              optimize=3, bab="off")
     cmd = bench_vnncomp.cf_run_command(mlp / "instances.csv", out, args)
     assert cmd[cmd.index("--optimize") + 1] == "3" and cmd[cmd.index("--certifier") + 1] == "alpha_deeppoly"
+    assert cmd[cmd.index("--bab") + 1] == "off"
     assert "--optimize" not in bench_vnncomp.cf_run_command(mlp / "instances.csv", out,
                                                             argparse.Namespace(**{**vars(args), "optimize": 0}))
     p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(mlp), "--optimize", "-1"],

@@ -4,7 +4,7 @@ cfmlir.verify.nonlinear), Floor (z3's integer part, mixed integer-real arithmeti
 (its branch across 0 states infinite bounds, ``-1.0 / 0.0``: cfmlir.verify.infinity) are verified in
 every shipped certifier; Sin and Cos are encoded (cfmlir.verify.nonlinear, the delta procedure's interval
 sin/cos); IBP's sound Sin and Cos are proved (the extremum lemma, cfmlir.verify.trig_extrema), the
-chord band of the others not yet (test_shipped_proved.py's xfail).  Unsound variants of
+chord bands of the others with the chord lemma (cfmlir.verify.trig_chord).  Unsound variants of
 each, Sin and Cos included, are refuted with a replayed counterexample."""
 
 from __future__ import annotations

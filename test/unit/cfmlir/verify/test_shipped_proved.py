@@ -6,9 +6,8 @@ The time limit per rule is generous (a loaded test machine); ``bench/verify_time
 times (docs/proving.md).
 
 Sin and Cos (issue 27): their image claims (IBP) are proved with the extremum lemma of
-cfmlir/verify/trig_extrema.py; the chord band of the polyhedral certifiers (DeepPoly's ``sin_lower``)
-is NOT YET proved: ``test_shipped_sin_cos_rules_proved[deeppoly]`` is a strict xfail until it is, so
-the gap stays visible and the test turns red (XPASS) the day it closes."""
+cfmlir/verify/trig_extrema.py, the chord bands of the polyhedral and zonotope certifiers with the
+chord lemma of cfmlir/verify/trig_chord.py (whole obligations in linear z3)."""
 
 from __future__ import annotations
 
@@ -21,9 +20,6 @@ from cfmlir.syntax.parser import parse
 from cfmlir.verify import VERIFIED, verify_source
 
 RULE_TIMEOUT_S = 120.0
-#: rules the prover cannot prove yet (see the module docstring)
-TRIG = {"Sin", "Cos"}
-TRIG_TIMEOUT_S = 15.0
 
 
 def _rules(text, file) -> list[str]:
@@ -33,21 +29,9 @@ def _rules(text, file) -> list[str]:
 @pytest.mark.parametrize("name", list(BASE_CERTIFIERS) + ["deeppoly_2"])
 def test_shipped_certifier_proved(name):
     text, file = certifier_source(name)
-    rules = [op for op in _rules(text, file) if op not in TRIG]
+    rules = _rules(text, file)
     results = verify_source(text, file, K=2, M=2, timeout=RULE_TIMEOUT_S, ops=set(rules))
     assert sorted(r.op for r in results) == sorted(rules)
-    assert [r.line() for r in results if r.status != VERIFIED] == []
-
-
-_BAND_XFAIL = pytest.mark.xfail(strict=True, reason="the sin/cos chord band is not proved yet (docs/proving.md)")
-
-
-@pytest.mark.parametrize("name", ["ibp", pytest.param("deeppoly", marks=_BAND_XFAIL)])
-def test_shipped_sin_cos_rules_proved(name):
-    text, file = certifier_source(name)
-    # (the target is a whole certifier in 30 s: 15 s a rule; the encoded rules now run to their limit)
-    results = verify_source(text, file, K=2, M=2, timeout=TRIG_TIMEOUT_S, ops=TRIG)
-    assert sorted(r.op for r in results) == sorted(TRIG & set(_rules(text, file)))
     assert [r.line() for r in results if r.status != VERIFIED] == []
 
 
