@@ -16,13 +16,16 @@ Algorithm:
 3. With ``sin``/``cos`` in the claim: the *whole* conjunction, conditionals and all, in linear z3
    with the chord and extremum lemmas (:mod:`cfmlir.verify.trig_chord`); ``unsat`` ends here (a
    proof), anything else goes on to the cases.
-4. *Cases* (:mod:`cfmlir.verify.cases`): every ``If`` (``min``, ``abs``, a rule's conditional)
+4. The whole conjunction, conditionals as z3 ``If``, in the nonlinear abstraction
+   (:mod:`cfmlir.verify.abstraction`) for at most :data:`WHOLE_S` seconds: z3 splits the
+   conditionals lazily where the cases would enumerate them (zid's Elu zonotope claim: 271 cases).
+5. *Cases* (:mod:`cfmlir.verify.cases`): every ``If`` (``min``, ``abs``, a rule's conditional)
    split away, infeasible partial cases pruned by box contraction; every case is a conjunction of
    smooth atoms ``g >= 0`` / ``g > 0``.
-5. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`) or,
+6. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`) or,
    for one atom with a function in it, by proving its negation on the others
    (:mod:`cfmlir.verify.reduce`: monotonicity, convexity, splitting, branch and prune).
-6. The cases left are *searched* by branch and prune (:mod:`cfmlir.verify.boxes`) for a point where
+7. The cases left are *searched* by branch and prune (:mod:`cfmlir.verify.boxes`) for a point where
    every atom holds in float64 (a candidate counterexample, replayed by the caller), down to boxes of
    relative width ``delta``; a box that narrow on which no atom is refuted is a delta-witness.
 
@@ -48,6 +51,8 @@ from cfmlir.verify.reduce import Prover, Timeout
 from cfmlir.verify.terms import Translator, Unsupported
 
 UNSAT, SAT, UNKNOWN = "unsat", "sat", "unknown"
+#: seconds for z3 on the whole conjunction before the cases (step 4)
+WHOLE_S = 3.0
 
 
 @dataclass
@@ -115,6 +120,9 @@ def decide(premises, goal, order, deadline: float, *, level: int = 0, delta: flo
     if left > 0 and trig_chord.unsat(kept, timeout=0.8 * left):
         return Decision(UNSAT, detail="the chord and extremum lemmas")
     prover = Prover(deadline, z3_timeout=z3_timeout)
+    left = deadline - time.perf_counter()
+    if left > 0 and WHOLE_S > 0 and prover.abstraction.unsat(kept, timeout=min(WHOLE_S, left / 4), full=True):
+        return Decision(UNSAT, detail="the whole conjunction in the abstraction")
     open_cases = []
     n = 0
     try:

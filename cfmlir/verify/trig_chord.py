@@ -209,13 +209,14 @@ def _lemmas(lin: _Linear) -> list:
                     continue
                 fa, fb = E.atom_poly(a), E.atom_poly(b)
                 width2 = E.power(E.sub(b.arg, a.arg), 2)
-                if a.id < b.id:  # (b - a)^2 >= 0: a larger factor makes a larger band
-                    gs = (E.const(1), fa, E.neg(fa), fb, E.neg(fb))
-                    for g1 in gs:
-                        for g2 in gs:
-                            if g1 is not g2:
-                                d = E.sub(g1, g2)
-                                out.append(z3.Implies(lin.poly(d) >= 0, lin.poly(E.mul(width2, d)) >= 0))
+                # (b - a)^2 >= 0: a larger factor makes a larger band (every oriented pair with a chord:
+                # which of sin(a), sin(b) was made first must not matter)
+                gs = (E.const(1), fa, E.neg(fa), fb, E.neg(fb))
+                for g1 in gs:
+                    for g2 in gs:
+                        if g1 is not g2:
+                            d = E.sub(g1, g2)
+                            out.append(z3.Implies(lin.poly(d) >= 0, lin.poly(E.mul(width2, d)) >= 0))
                 for t in fs:
                     if t.id in (a.id, b.id):
                         continue

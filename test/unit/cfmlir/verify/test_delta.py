@@ -238,3 +238,32 @@ def test_decision_respects_its_deadline():
     d = delta.decide([zl <= zx, zx <= zu], z3.Not(sx * su <= sl + zx * zx), nl.order, t0 + 0.5)
     assert time.perf_counter() - t0 < 5.0
     assert d.status in (delta.UNKNOWN, delta.SAT)
+
+
+def test_whole_conjunction_step_decides_zids_elu_zonotope_claim(monkeypatch):
+    """Step 4: zid's Elu rule has a zonotope claim of 271 cases; z3 on the whole conjunction (its
+    conditionals as ``If``) refutes it at once.  The rule is verified, and some obligation was decided by
+    that step with no case enumerated; switched off, the same obligations go through the cases."""
+    from cfmlir.certifiers import certifier_source
+    from cfmlir.verify import VERIFIED, verify_source
+
+    seen = []
+    orig = delta.decide
+
+    def spy(*a, **k):
+        d = orig(*a, **k)
+        seen.append(d)
+        return d
+
+    monkeypatch.setattr(delta, "decide", spy)
+    text, file = certifier_source("zid")
+    (r,) = verify_source(text, file, K=2, M=2, timeout=60, ops={"Elu"})
+    assert r.status == VERIFIED, r.line()
+    whole = [d for d in seen if d.detail == "the whole conjunction in the abstraction"]
+    assert whole and all(d.status == delta.UNSAT and d.cases == 0 for d in whole)
+    seen.clear()
+    monkeypatch.setattr(delta, "WHOLE_S", 0.0)
+    (r,) = verify_source(text, file, K=2, M=2, timeout=60, ops={"Elu"})
+    assert r.status == VERIFIED, r.line()
+    assert not any(d.detail == "the whole conjunction in the abstraction" for d in seen)
+    assert max(d.cases for d in seen) > 100

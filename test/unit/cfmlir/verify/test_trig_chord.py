@@ -101,3 +101,24 @@ def test_deeppoly_sin_band_needs_the_lemma(monkeypatch):
     monkeypatch.setattr(delta.trig_chord, "unsat", lambda formulas, timeout=5.0: False)
     (r,) = verify_source(text, file, K=2, M=2, timeout=10, ops={"Sin"})
     assert r.status != VERIFIED
+
+
+def test_the_proof_does_not_depend_on_which_atoms_were_made_first():
+    """The expressions are hash-consed process-wide, so an earlier proof fixes the ids (and the order)
+    of ``sin(l)``, ``sin(u)``, ``x``...  A lemma stated for one orientation of a pair by id lost the
+    band facts when ``sin(u)`` was made before ``sin(l)`` (the gate's order: DeepPoly's Sin ``unknown``).
+    A fresh process makes them in the reverse order first."""
+    import subprocess
+    import sys
+
+    code = (
+        "from cfmlir.verify import expr as E\n"
+        "[E.fn(f, E.var(v)) for v in ('x_p', 'u_p', 'l_p') for f in ('sin', 'cos', 'floor')]\n"
+        "from cfmlir.certifiers import certifier_source\n"
+        "from cfmlir.verify import verify_source\n"
+        "(r,) = verify_source(*certifier_source('deeppoly'), K=2, M=2, timeout=60, ops={'Sin'})\n"
+        "print(r.status)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-1] == VERIFIED, p.stdout
