@@ -22,7 +22,10 @@ inside ``(a, b)``, ``f`` is monotone on ``[a, b]`` (``f' `` keeps its sign betwe
 of ``f'``, which are the extrema), so ``max_[a, b] |f| = max(|f(a)|, |f(b)|)``: (C2) is the
 contrapositive.  QED.  The extremum witness is :func:`cfmlir.verify.trig_extrema.extremum_between`
 with ``floor``'s maximality, as in that module (``k`` a z3 real; ``pi`` through its 50-digit rational
-bounds).
+bounds), one ``k`` per pair ``(a, b)`` and kind of extremum, shared by every implication that concludes
+it (the true world takes an extremum's integer where one exists).  The query also states that
+module's extremum lemma (a value below both ends needs a minimum between them), the range, ``|sin t|
+<= |t|`` and 1-Lipschitz facts.
 
 The encoding is *linear*: a monomial of degree two or more (``x sin(u) inv(u - l)``, ``l^2``) is an
 opaque real, the same real wherever the same monomial occurs (the expressions are hash-consed, so the
@@ -30,7 +33,11 @@ chord the rule wrote and the chord of the lemma are the same monomials); a produ
 is distributed into it (``u^2 Ite(c, a, b)`` is ``If(c, u^2 a, u^2 b)``), so a band's
 ``M (b - a)^2`` meets the lemma's ``|f(e)| (b - a)^2`` monomial by monomial.  Two monomials that
 differ in one variable are equal where the variables are (``x = l  ==>  x cos(l) = l cos(l)``: the
-degenerate interval ``l = u``).  Every fact holds for the real functions and every monomial's real,
+degenerate interval ``l = u``).  Two more true linear facts connect a rule's band to the lemma's:
+``g1 >= g2  ==>  (b - a)^2 g1 >= (b - a)^2 g2`` for ``g`` among ``1, +-f(a), +-f(b)`` (a larger factor
+makes a larger band), and each top-level premise ``E >= 0`` times each branch ``S`` of a conditional
+(``S >= 0  ==>  S E >= 0``: a slope meets the premises about the variable it multiplies, as in
+SkipPoly's back-substituted lower bound).  Every fact holds for the real functions and every monomial's real,
 so ``unsat`` is a proof; ``sat`` or a timeout prove nothing (the caller goes on to its cases).
 
 Example: DeepPoly's ``curr[L] <= curr`` for Sin (3281 cases) is one query, ``unsat`` in about a second.
