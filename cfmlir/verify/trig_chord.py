@@ -51,6 +51,7 @@ from itertools import count
 import z3
 
 from cfmlir.verify import expr as E
+from cfmlir.verify import trig_extrema
 from cfmlir.verify.trig_extrema import EXTREMA, extremum_between
 
 #: the functions the lemma is about
@@ -189,6 +190,8 @@ def _lemmas(lin: _Linear) -> list:
             w = witnesses[key] = extremum_between(k, off, lin.poly(a.arg), lin.poly(b.arg))
         return w
 
+    # the extremum lemma (a value below, above, both ends), with the shared witnesses
+    out.extend(trig_extrema.lemmas(apps, lin.app, lambda a: lin.poly(a.arg), None, witness=extremum))
     slopes = {a.arg.id for key in lin.monomials for a, _k in lin._mono_of[key] if isinstance(a, E.Fn) and a.f == "inv"}
     for a in apps:
         if a.f in FUNCTIONS:
@@ -206,12 +209,6 @@ def _lemmas(lin: _Linear) -> list:
                 za, zb = lin.poly(a.arg), lin.poly(b.arg)
                 out.append(lin.app(a) - lin.app(b) <= _abs(za - zb))  # 1-Lipschitz (so f(a) = f(b) at a = b)
                 lo_off, hi_off = EXTREMA[f]
-                for t in fs:  # the extremum lemma (trig_extrema): below (above) both ends
-                    if t.id not in (a.id, b.id):
-                        zt, vt = lin.poly(t.arg), lin.app(t)
-                        inside = z3.And(za <= zt, zt <= zb)
-                        out.append(z3.Implies(z3.And(inside, vt < lin.app(a), vt < lin.app(b)), extremum(lo_off, a, b)))
-                        out.append(z3.Implies(z3.And(inside, vt > lin.app(a), vt > lin.app(b)), extremum(hi_off, a, b)))
                 if E.sub(b.arg, a.arg).id not in slopes:  # (no chord of [a, b] in the claim)
                     continue
                 fa, fb = E.atom_poly(a), E.atom_poly(b)

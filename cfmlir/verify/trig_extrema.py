@@ -66,17 +66,21 @@ def extremum_between(k, offset: Fraction, a, b):
     return z3.If(s >= 0, z3.And(s * hi > a, s * lo < b), z3.And(s * lo > a, s * hi < b))
 
 
-def lemmas(apps, var, arg, fresh) -> list:
+def lemmas(apps, var, arg, fresh, witness=None) -> list:
     """The lemma of the module docstring for every ordered triple of applications of one function
     (``var``/``arg``: an application's real and its argument's z3 term; ``fresh()``: a new real
     standing for the lemma's integer ``k``), each with ``floor``'s maximality for that ``k``; and
-    ``f(a) = f(b)`` where ``a = b`` for every two applications (a case with ``l = u``)."""
+    ``f(a) = f(b)`` where ``a = b`` for every two applications (a case with ``l = u``).
+    ``witness(offset, a, b)``, when given, states the extremum between the applications ``a`` and
+    ``b`` instead (trig_chord shares one ``k`` per pair)."""
     floors = [(var(a), arg(a)) for a in apps if a.f == "floor"]
 
-    def witness(offset, a, b):
+    def own(offset, a, b):
         k = fresh()
         maximal = [z3.Implies(k <= t, k <= v) for v, t in floors]
-        return z3.And(extremum_between(k, offset, a, b), *maximal)
+        return z3.And(extremum_between(k, offset, arg(a), arg(b)), *maximal)
+
+    witness = witness or own
 
     out = []
     for f, (lo_off, hi_off) in EXTREMA.items():
@@ -93,8 +97,8 @@ def lemmas(apps, var, arg, fresh) -> list:
                     ta, tt, tb = arg(a), arg(t), arg(b)
                     va, vt, vb = var(a), var(t), var(b)
                     inside = z3.And(ta <= tt, tt <= tb)
-                    out.append(z3.Implies(z3.And(inside, vt < va, vt < vb), witness(lo_off, ta, tb)))
-                    out.append(z3.Implies(z3.And(inside, vt > va, vt > vb), witness(hi_off, ta, tb)))
+                    out.append(z3.Implies(z3.And(inside, vt < va, vt < vb), witness(lo_off, a, b)))
+                    out.append(z3.Implies(z3.And(inside, vt > va, vt > vb), witness(hi_off, a, b)))
     return out
 
 
