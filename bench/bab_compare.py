@@ -4,6 +4,7 @@ one run at a time on this machine (issue 26, acceptance 3).
     .venv/bin/python bench/bab_compare.py BENCHMARKS_DIR --benchmarks mnistfc,acasxu [--first 20] [--every 1]
         [--timeout CAP_S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
         [--tools ours,abcrown] [--ours-args "--bab-beta off"] [--out bench/results/bab_compare.json]
+        [--device cuda --abcrown-python python3]     # both tools on a GPU (bench/gpu_session.sh)
 
 ``BENCHMARKS_DIR`` holds the benchmark folders (a checkout of ``stanleybak/vnncomp2021``'s ``benchmarks/``);
 each instance line ``onnx,vnnlib,timeout`` of a benchmark's CSV is run by
@@ -57,6 +58,8 @@ ABCROWN_CONFIGS = {
     "eran/sigmoid": "exp_configs/vnncomp21/eran_sigmoid.yaml",
     "cifar10_resnet": "exp_configs/vnncomp21/cifar10-resnet.yaml",
 }
+#: on a GPU, the tool's own configurations where the peers folder has a CPU variant
+ABCROWN_GPU_CONFIGS = {"mnistfc": "exp_configs/vnncomp21/mnistfc.yaml", "acasxu": "exp_configs/vnncomp21/acasxu.yaml"}
 DECIDED = ("unsat", "sat")
 
 
@@ -82,18 +85,22 @@ def run_ours(onnx: Path, vnnlib: Path, limit: float, tmp: Path, certifier: str, 
             row.update(domains=bab["domains"], domains_per_second=bab["domains_per_second"], stopped=bab["stopped"])
     if verdict == "error":
         row["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+        row["log_tail"] = proc.stderr.strip().splitlines()[-25:]
     return row
 
 
-def abcrown_config(benchmark: str, onnx: str, abcrown: Path, tmp: Path) -> Path | None:
-    """The configuration abcrown runs an instance with (ERAN's sigmoid nets have their own)."""
+def abcrown_config(benchmark: str, onnx: str, abcrown: Path, tmp: Path, device: str = "cpu") -> Path | None:
+    """The configuration abcrown runs an instance with (ERAN's sigmoid nets have their own).  On a GPU
+    (``device`` not ``cpu``) always the tool's own VNN-COMP 2021 configuration (the ``*_cpu.yaml`` of the
+    peers folder cut the attack's restarts for 2 CPU cores), with the same MIP-free rewriting."""
     if benchmark == "eran" and "sigmoid" in onnx:
         benchmark = "eran/sigmoid"
     name = ABCROWN_CONFIGS.get(benchmark)
     if name is None:
         return None
-    if (PEERS / name).is_file():
+    if device == "cpu" and (PEERS / name).is_file():
         return PEERS / name
+    name = ABCROWN_GPU_CONFIGS.get(benchmark, name)
     src = abcrown / "src" / "complete_verifier" / name
     if not src.is_file():
         return None
@@ -104,23 +111,25 @@ def abcrown_config(benchmark: str, onnx: str, abcrown: Path, tmp: Path) -> Path 
     # oval21's cutting planes come from CPLEX (not installed here): branch and bound without cuts
     text = re.sub(r"^(  cut:\n(?:    .*\n)*?)    enabled: True\n", r"\1    enabled: False\n", text, flags=re.M)
     text = re.sub(r"cplex_cuts: True", "cplex_cuts: False", text)
-    cpu = tmp / f"{benchmark.replace('/', '_')}_cpu.yaml"
+    cpu = tmp / f"{benchmark.replace('/', '_')}_{device.replace(':', '')}.yaml"
+    text = re.sub(r"^  device: .*\n", "", text, flags=re.M)
     if re.search(r"^general:", text, re.M):
-        text = re.sub(r"^general:\n", "general:\n  device: cpu\n", text, count=1, flags=re.M)
+        text = re.sub(r"^general:\n", f"general:\n  device: {device}\n", text, count=1, flags=re.M)
     else:
-        text = "general:\n  device: cpu\n" + text
+        text = f"general:\n  device: {device}\n" + text
     cpu.write_text(text)
     return cpu
 
 
-def run_abcrown(onnx: Path, vnnlib: Path, limit: float, tmp: Path, abcrown: Path, config: Path) -> dict:
+def run_abcrown(onnx: Path, vnnlib: Path, limit: float, tmp: Path, abcrown: Path, config: Path,
+                python: str | None = None) -> dict:
     work = tmp / "abcrown"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir()
     prop = work / vnnlib.name
     shutil.copy(vnnlib, prop)
     results = work / "out.txt"
-    cmd = [str(abcrown / "venv" / "bin" / "python"), "abcrown.py", "--config", str(config), "--onnx_path", str(onnx),
+    cmd = [python or str(abcrown / "venv" / "bin" / "python"), "abcrown.py", "--config", str(config), "--onnx_path", str(onnx),
            "--vnnlib_path", str(prop), "--timeout", str(limit), "--results_file", str(results)]
     t0, c0 = time.perf_counter(), _child_cpu()
     try:
@@ -138,7 +147,16 @@ def run_abcrown(onnx: Path, vnnlib: Path, limit: float, tmp: Path, abcrown: Path
         row.update(domains=int(visited[-1]), domains_per_second=int(visited[-1]) / float(spent[-1]))
     if verdict == "error":
         row["error"] = (log.strip().splitlines() or ["?"])[-1][:200]
+        row["log_tail"] = log.strip().splitlines()[-25:]
     return row
+
+
+def _gpu_name(device: str) -> str | None:
+    if device == "cpu":
+        return None
+    import torch  # only for the name of the GPU the run used
+
+    return torch.cuda.get_device_name(torch.device(device)) if torch.cuda.is_available() else None
 
 
 def instance_lines(folder: Path, args) -> list[list[str]]:
@@ -184,14 +202,20 @@ def main(argv=None) -> int:
     ap.add_argument("--certifier", default="deeppoly")
     ap.add_argument("--ours-args", default="", help="more cf-run arguments for ours, e.g. '--bab-beta off'")
     ap.add_argument("--tools", default="ours,abcrown")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device of both tools (ours: cf-run --device; abcrown: general: device); e.g. cuda")
+    ap.add_argument("--abcrown-python", default=None,
+                    help="the Python abcrown runs with (default ABCROWN/venv/bin/python, what setup.sh makes)")
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "bab_compare.json"))
     args = ap.parse_args(argv)
     tools = args.tools.split(",")
     reference = reference_verdicts(args.reference) if args.reference else None
     abcrown = Path(args.abcrown)
-    if "abcrown" in tools and not (abcrown / "venv" / "bin" / "python").is_file():
+    if "abcrown" in tools and args.abcrown_python is None and not (abcrown / "venv" / "bin" / "python").is_file():
         raise SystemExit(f"error: {abcrown}: no alpha-beta-CROWN set-up (../shared/peers/abcrown/setup.sh)")
-    report = {"machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg()}, "timeout_override_s": args.timeout,
+    ours_extra = shlex.split(args.ours_args) + (["--device", args.device] if args.device != "cpu" else [])
+    report = {"machine": {"cpus": os.cpu_count(), "load_at_start": os.getloadavg(), "device": args.device,
+                          "gpu": _gpu_name(args.device)}, "timeout_override_s": args.timeout, "ours_args": ours_extra,
               "certifier": args.certifier, "benchmarks": {}}
     print(f"{'benchmark':16} {'tool':8} {'inst':>4} {'unsat':>5} {'sat':>4} {'decided':>7} {'wrong':>5} "
           f"{'wall s/dec':>10} {'cpu s/dec':>9} {'dom/s':>8}")
@@ -207,10 +231,10 @@ def main(argv=None) -> int:
                        "official": majority(reference, bench, onnx, vnnlib)}
                 onnx_p, vnnlib_p = folder / onnx, folder / vnnlib
                 if "ours" in tools:
-                    row["ours"] = run_ours(onnx_p, vnnlib_p, limit, tmp, args.certifier, shlex.split(args.ours_args))
-                config = abcrown_config(bench, onnx, abcrown, tmp) if "abcrown" in tools else None
+                    row["ours"] = run_ours(onnx_p, vnnlib_p, limit, tmp, args.certifier, ours_extra)
+                config = abcrown_config(bench, onnx, abcrown, tmp, args.device) if "abcrown" in tools else None
                 if config is not None:
-                    row["abcrown"] = run_abcrown(onnx_p, vnnlib_p, limit, tmp, abcrown, config)
+                    row["abcrown"] = run_abcrown(onnx_p, vnnlib_p, limit, tmp, abcrown, config, args.abcrown_python)
                 rows.append(row)
                 print(f"  {onnx} {vnnlib}: " + ", ".join(f"{t} {row[t]['verdict']} {row[t]['wall_s']:.1f}s"
                                                          for t in tools if t in row)

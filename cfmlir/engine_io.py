@@ -16,6 +16,9 @@ def store_layer_bounds(cert, network, res, lower, upper) -> dict:
     from cfruntime import contract
     from cfruntime import tensor as gb
 
+    if res.store is None:
+        raise ValueError("store_layer_bounds: this run kept no store (a replayed CUDA graph keeps the last "
+                         "layer's bounds only); run the engine with graph=False to read every layer")
     lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
     hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
     b = lower.shape[0]

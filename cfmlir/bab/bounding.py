@@ -159,10 +159,13 @@ class CertifierBounding:
         if self.beta_layers and beta_key(self.beta_layers[0]) in domains:
             betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
             net = self._lagrangian(betas, domains, a, b, overrides)
-        res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, **self.options)
+        read_layers = want_layers or self.check is not None
+        # a replayed CUDA graph keeps the last layer's bounds only (no store): never where layers are read
+        res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides,
+                            **({"graph": False} if read_layers else {}), **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None
-        if want_layers or self.check is not None:
+        if read_layers:
             layers = self._layers(net, res, lower)
         if self.check is not None:
             self.check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(

@@ -233,6 +233,26 @@ def _dense64(layer, device, g: float):
     return memo[key][:4]
 
 
+def _bias64(layer, device) -> torch.Tensor:
+    """A layer's bias in float64 on ``device`` (made once per in-place version, kept on the bias: a CUDA
+    graph's capture must not copy from the host; a batched bias is on the device already)."""
+    memo = layer.bias.__dict__.setdefault("_cf_f64_on", {})
+    key = (str(device), layer.bias._version)
+    if key not in memo:
+        memo.clear()
+        memo[key] = layer.bias.to(device=device, dtype=torch.float64)
+    return memo[key]
+
+
+def _gather_index(layer, device) -> torch.Tensor:
+    """A gather layer's index on ``device`` (made once, kept on the index; see :func:`_bias64`)."""
+    index = layer.gather.index
+    memo = index.__dict__.setdefault("_cf_on", {})
+    if str(device) not in memo:
+        memo[str(device)] = index.to(device)
+    return memo[str(device)]
+
+
 def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
     """``W x`` in float64 on ``x``'s device (``x`` ``[B, in]`` float64)."""
     w, _ = _f64_source(layer, x.device)
@@ -240,7 +260,7 @@ def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
         return torch.einsum("bkp,bp->bk", w, x) if w.dim() == 3 else x @ w.T
     if layer.linear_kind == "gather":
         g = layer.gather
-        return x[:, g.index.to(x.device)] * w
+        return x[:, _gather_index(layer, x.device)] * w
     cv = layer.conv
     b = x.shape[0]
     t, l, bo, r = cv.padding
@@ -290,7 +310,7 @@ def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype
                 nb = torch.addmm(b, x64, wt)  # b + W x0
                 errs[l.index] = torch.addcmul(gb_abs, rs, xmax, value=g)  # g (rowsum|W| max|x0| + |b|)
             else:
-                b = l.bias.to(device=x64.device, dtype=torch.float64)
+                b = _bias64(l, x64.device)
                 nb = _matvec64(l, x64) + (b if b.dim() == 2 else b.unsqueeze(0))
                 errs[l.index] = g * (_row_abs_sum64(l, x64.device) * xmax + b.abs())
             l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,

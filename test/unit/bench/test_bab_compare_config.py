@@ -46,3 +46,22 @@ def test_oval21_configuration_runs_on_this_cpu(tmp_path, monkeypatch):
 
 def test_a_benchmark_without_a_configuration_is_not_run_by_abcrown(tmp_path):
     assert bab_compare.abcrown_config("nonexistent", "x.onnx", tmp_path, tmp_path) is None
+
+
+def test_on_a_gpu_the_tools_own_configuration_with_that_device(tmp_path, monkeypatch):
+    """``--device cuda``: the tool's own VNN-COMP 2021 configuration even where the peers folder has a CPU
+    variant (those cut the attack's restarts for 2 cores), one ``device:`` line naming the GPU, and the same
+    MIP-free rewriting."""
+    peers = tmp_path / "peers"
+    peers.mkdir()
+    (peers / "mnist_fc_cpu.yaml").write_text("general:\n  device: cpu\nattack:\n  pgd_restarts: 10\n")
+    monkeypatch.setattr(bab_compare, "PEERS", peers)
+    abcrown = tmp_path / "abcrown"
+    cfg = abcrown / "src" / "complete_verifier" / "exp_configs" / "vnncomp21" / "mnistfc.yaml"
+    cfg.parent.mkdir(parents=True)
+    cfg.write_text("general:\n  root_path: ../x\n  device: cpu\n  complete_verifier: bab-refine\n"
+                   "attack:\n  pgd_restarts: 100\n")
+    assert bab_compare.abcrown_config("mnistfc", "a.onnx", abcrown, tmp_path) == peers / "mnist_fc_cpu.yaml"
+    text = bab_compare.abcrown_config("mnistfc", "a.onnx", abcrown, tmp_path, "cuda").read_text()
+    assert text.count("device:") == 1 and "general:\n  device: cuda\n" in text
+    assert "complete_verifier: bab\n" in text and "pgd_restarts: 100" in text and "root_path" not in text

@@ -200,3 +200,36 @@ def test_refine_replaces_up_to_the_split_layer_and_tightens_after(shipped, seed)
             v = vals[k][inside]
             assert bool((v >= out.carried[k][0][r] - 1e-9).all() and (v <= out.carried[k][1][r] + 1e-9).all())
         assert bool((vals[-1][inside] >= out.rows[r] - 1e-9).all())
+
+
+def test_a_batch_whose_layers_are_read_never_replays_a_cuda_graph(monkeypatch, shipped):
+    """A replayed CUDA graph keeps the last layer's bounds only (``EngineResult.store`` is None), so a
+    batch whose layers are carried or checked asks the engine for an eager run.  The float32 root batch is
+    the case that broke on a GPU: widened, it has no bound overrides, and overrides were what turned the
+    graph off (``cf-run --device cuda --dtype float32 --bab``: 'NoneType' object has no attribute 'get')."""
+    import dataclasses
+
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.engine_io import store_layer_bounds
+    from cfruntime.flow import engine
+
+    seen, real = [], engine.run_certifier
+
+    def recording(*args, **kw):
+        seen.append(kw.get("graph"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(engine, "run_certifier", recording)
+    net = mlp([3, 6, 6, 2], seed=1)
+    mnet = net.with_margin_layer(torch.tensor([[1.0, -1.0]], dtype=torch.float64))
+    st = structure_of(mnet)
+    lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, (lb, ub), dtype=torch.float32)
+    assert bounding.widened
+    root, _first = root_domain(bounding, st, 1)
+    assert seen and all(g is False for g in seen)
+    assert all(k in root for k in (lo_key(1), hi_key(1)))
+    # and a run that kept no store says so in one line instead of failing on None
+    res = real(shipped.compiled("deeppoly"), mnet, lb.reshape(1, -1), ub.reshape(1, -1))
+    with pytest.raises(ValueError, match="graph=False"):
+        store_layer_bounds(shipped.compiled("deeppoly"), mnet, dataclasses.replace(res, store=None), res.lower, res.upper)
