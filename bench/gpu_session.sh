@@ -9,8 +9,8 @@
 #    pyproject's package-dir does (symlinks: cfmlir/dialects -> dialects, cfruntime -> runtime, ...), and makes
 #    .gpu/shared the ../shared the bench scripts read;
 # 2. bench/peer_compare.py --device cuda, widened (what users get), rows $PEER_ROWS (all), half of BUDGET_S at most;
-# 3. bench/bab_compare.py --device cuda: ours (float32, widened) against alpha-beta-CROWN on the GPU sample of
-#    gpu_stage.sh ($BAB_BENCHMARKS), $BAB_LIMIT (20) s per instance;
+# 3. bench/bab_compare.py --device cuda: ours ($BAB_OURS_ARGS: float32, widened) against alpha-beta-CROWN
+#    ($BAB_TOOLS) on the GPU sample of gpu_stage.sh ($BAB_BENCHMARKS), $BAB_LIMIT (20) s per instance;
 # 4. bench/peer_compare.py --device cuda on the rows $PEER_ROWS_LAST (none), with what is left of BUDGET_S.
 # EXTRA (a command line) runs first, after the set-up; an empty PEER_ROWS or BAB_BENCHMARKS skips that step.
 # Each step writes its JSON and log under $OUT (what the device tool brings back) as it goes, and is bounded by
@@ -27,6 +27,8 @@ PEER_ROWS=${PEER_ROWS-all}
 PEER_ROWS_LAST=${PEER_ROWS_LAST:-}
 BAB_BENCHMARKS=${BAB_BENCHMARKS-mnistfc,eran}
 BAB_LIMIT=${BAB_LIMIT:-20}
+BAB_OURS_ARGS=${BAB_OURS_ARGS---dtype float32}
+BAB_TOOLS=${BAB_TOOLS:-ours,abcrown}
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 
@@ -57,7 +59,7 @@ fi
 if [ -n "$BAB_BENCHMARKS" ]; then
     echo "== branch and bound on $DEVICE, $(left) s left"
     timeout $(( $(left) * 80 / 100 )) $PY bench/bab_compare.py "$R/.gpu/bench" --benchmarks "$BAB_BENCHMARKS" \
-        --timeout "$BAB_LIMIT" --device "$DEVICE" --ours-args "--dtype float32" --abcrown "$R/.gpu/abcrown" \
+        --timeout "$BAB_LIMIT" --device "$DEVICE" --ours-args "$BAB_OURS_ARGS" --tools "$BAB_TOOLS" --abcrown "$R/.gpu/abcrown" \
         --abcrown-python "$PY" --reference "$R/.gpu/results" --out "$OUT/bab_compare_cuda.json" 2>&1 | tee "$OUT/bab.log"
 fi
 
