@@ -36,20 +36,17 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
 import os
 import sys
-import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from peer_side import Peer, count_ops, margins_ours, peer_available, timed
 from peer_table import print_row
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-PEERS = SHARED / "peers"
 PEER_METHOD = {"ibp": "IBP", "crown_ibp": "CROWN-IBP", "deeppoly": "backward"}
 ALL_CERTIFIERS = ("ibp", "crown_ibp", "deeppoly")
 
@@ -86,29 +83,6 @@ MALLOC_FIXED = {"MALLOC_MMAP_THRESHOLD_": "1000000000", "MALLOC_TRIM_THRESHOLD_"
 DENSE_REFERENCE_MAX_NEURONS = 20_000
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(run_batch, batches, device, repeat: int) -> tuple[float, list]:
-    """Warm-up on the first batch, then the minimum over ``repeat`` runs of all batches."""
-    run_batch(batches[0])
-    _sync(device)
-    best, outs = math.inf, None
-    for _ in range(repeat):
-        total, res = 0.0, []
-        for b in batches:
-            t0 = time.perf_counter()
-            out = run_batch(b)
-            _sync(device)
-            total += time.perf_counter() - t0
-            res.append(out)
-        if total < best:
-            best, outs = total, res
-    return best, outs
-
-
 #: whether our float32 bounds are widened to hold despite rounding (cfruntime.flow.widening; on by
 #: default, as in cf-run; auto_LiRPA's are not: ``--widen off`` compares like with like)
 WIDEN = True
@@ -141,60 +115,6 @@ class Ours:
         return self.eager_engine.bounds(mnet, lb, ub)[0]
 
 
-class Peer:
-    """auto_LiRPA on the same boxes, through the shared harness's ONNX loader and margin matrix."""
-
-    def __init__(self, onnx_path: Path, prop, batches, device, dense_intermediate: bool = False):
-        import lirpa_bounds as lb
-        from auto_LiRPA import BoundedModule
-
-        model, tnet = lb.load_network(str(onnx_path), peer_converter())
-        _, dims = lb.onnx_input_info(model)
-        shape = [d if d is not None else 1 for d in dims[1:]]
-        n = prop.lb.shape[0]
-        self.lo = prop.lb.float().reshape(n, *shape).to(device)
-        self.hi = prop.ub.float().reshape(n, *shape).to(device)
-        self.x = (self.lo + self.hi) / 2
-        self.C, self.others = lb.margin_C(prop.labels.to(device), prop.C.shape[1], device, torch.float32)
-        tnet = tnet.to(device, torch.float32)
-        opts = {}
-        if dense_intermediate:
-            opts = {"sparse_intermediate_bounds": False, "sparse_conv_intermediate_bounds": False}
-            if any(node.op_type == "Conv" for node in model.graph.node):
-                opts["conv_mode"] = "matrix"
-        bs = len(batches[0])
-        self.module = BoundedModule(tnet, torch.zeros_like(self.x[:bs]), bound_opts=opts, device=device)
-        self.method = None
-
-    def tensor(self, b):
-        from auto_LiRPA import BoundedTensor, PerturbationLpNorm
-
-        idx = torch.as_tensor(b, device=self.x.device)
-        return idx, BoundedTensor(self.x[idx], PerturbationLpNorm(norm=float("inf"), x_L=self.lo[idx], x_U=self.hi[idx]))
-
-    def bounds(self, idx, bx):
-        with torch.no_grad():
-            lb, _ = self.module.compute_bounds(x=(bx,), method=self.method, C=self.C[idx])
-        return lb
-
-    def __call__(self, b):
-        idx, bx = self.tensor(b)
-        return self.bounds(idx, bx)
-
-
-def _count(fn):
-    from cfruntime.op_count import OpCounter
-
-    with OpCounter() as c:
-        fn()
-    return c.ops, c.syncs
-
-
-def _margins_ours(lowers, labels, others) -> torch.Tensor:
-    low = torch.cat([l.double().cpu() for l in lowers])
-    return low.gather(1, others.cpu())
-
-
 def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None,
             dense_max: int = DENSE_REFERENCE_MAX_NEURONS) -> list[dict]:
     import cfmlir
@@ -215,16 +135,16 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
             ours = Ours(cert, net, prop, batches, device)
             peer = Peer(onnx_path, prop, batches, device)
             peer.method = PEER_METHOD[cert]
-            t_ours, low_ours = _timed(ours, batches, device, repeat)
-            t_peer, low_peer = _timed(peer, batches, device, repeat)
-            ours_m = _margins_ours(low_ours, prop.labels, peer.others)
+            t_ours, low_ours = timed(ours, batches, device, repeat)
+            t_peer, low_peer = timed(peer, batches, device, repeat)
+            ours_m = margins_ours(low_ours, prop.labels, peer.others)
             peer_m = torch.cat([l.double().cpu() for l in low_peer])
             verdicts = cfmlir.certify(ours.cert, net, prop, engine=ours.engine, device=device, batch_size=batch)
             cert_ours = int(verdicts.certified.sum())
             cert_peer = int((((peer_m > 0).all(1)) & correct).sum())
-            ops_o, syncs_o = _count(lambda: ours.eager(batches[0]))  # the operations a replay saves
+            ops_o, syncs_o = count_ops(lambda: ours.eager(batches[0]))  # the operations a replay saves
             idx, bx = peer.tensor(batches[0])  # a BoundedTensor cannot be made inside the counting mode
-            ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
+            ops_p, syncs_p = count_ops(lambda: peer.bounds(idx, bx))
             ref_m, ref_kind = peer_m, "timed run"
             if cert == "deeppoly":
                 ref_m, ref_kind = None, "not compared (network too large for a dense-intermediate run)"
@@ -263,31 +183,6 @@ def _print(r: dict) -> None:
         f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_ours']:6d}/{r['ops_peer']:<6d} "
         f"{r['syncs_ours']:4d}/{r['syncs_peer']:<5d} "
         + (f"{r['margin_max_abs_diff']:11.2e}{'' if r['margins_agree'] else ' !'}" if r["margins_agree"] is not None else "        n/a")))
-
-
-def peer_converter() -> str:
-    """The harness's ONNX -> torch converter: onnx2pytorch where it imports (it needs a working torchvision),
-    else the harness's own small converter (feed-forward MLP/conv graphs: every row here)."""
-    try:
-        import onnx2pytorch  # noqa: F401
-    except Exception:  # noqa: BLE001
-        return "native"
-    return "onnx2pytorch"
-
-
-def peer_available() -> str | None:
-    """None if auto_LiRPA and the harness import, else why not."""
-    if not (PEERS / "auto_LiRPA").is_dir():
-        return f"{PEERS} not found (the peer tools; see ../shared/peers/README.md)"
-    for p in (str(PEERS / "auto_LiRPA"), str(PEERS)):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    try:
-        import auto_LiRPA  # noqa: F401
-        import lirpa_bounds  # noqa: F401
-    except Exception as exc:  # noqa: BLE001
-        return f"auto_LiRPA cannot be imported ({type(exc).__name__}: {exc}); set-up in ../shared/peers/README.md"
-    return None
 
 
 def main() -> int:

@@ -97,7 +97,7 @@ class AlphaPeer:
 def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> dict:
     import cfmlir
     from paper_problems import paper_files, paper_problem
-    from peer_compare import Peer, _count, _margins_ours, _timed
+    from peer_side import Peer, count_ops, margins_ours, timed
 
     n = n_override or row.n
     net, prop = paper_problem(row.net, n)
@@ -111,22 +111,22 @@ def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: 
     try:
         ours = AlphaOurs(net.network, prop, batches, device, widen)
         peer = AlphaPeer(Peer(onnx_path, prop, batches, device))
-        t_ours, low_ours = _timed(ours, batches, device, repeat)
-        t_peer, low_peer = _timed(peer, batches, device, repeat)
-        ours_m = _margins_ours(low_ours, prop.labels, peer.peer.others)
+        t_ours, low_ours = timed(ours, batches, device, repeat)
+        t_peer, low_peer = timed(peer, batches, device, repeat)
+        ours_m = margins_ours(low_ours, prop.labels, peer.peer.others)
         peer_m = torch.cat([l.double().cpu() for l in low_peer])
         diff = ours_m - peer_m
         cert_ours = int((((ours_m > 0).all(1)) & correct).sum())
         cert_peer = int((((peer_m > 0).all(1)) & correct).sum())
         ours.reports.clear()
-        ops_o, syncs_o = _count(lambda: ours(batches[0]))
+        ops_o, syncs_o = count_ops(lambda: ours(batches[0]))
         it_o = ours.reports[-1].iterations
         idx, bx = peer.peer.tensor(batches[0])
         # counted over exactly ITERATIONS iterations (its early stop after 10 without improvement off for
         # the count only: the timed runs keep it), so that the division by ITERATIONS is per iteration
         opts = peer.peer.module.bound_opts["optimize_bound_args"]
         patience, opts["early_stop_patience"] = opts["early_stop_patience"], ITERATIONS + 1
-        ops_p, syncs_p = _count(lambda: peer.bounds(idx, bx))
+        ops_p, syncs_p = count_ops(lambda: peer.bounds(idx, bx))
         opts["early_stop_patience"] = patience
         rec.update(status="ok", ours_s=t_ours, peer_s=t_peer, ratio=t_ours / t_peer, certified_ours=cert_ours,
                    certified_peer=cert_peer, ops_per_iter_ours=ops_o / it_o, syncs_per_iter_ours=syncs_o / it_o,
