@@ -157,6 +157,8 @@ def _bab_summary(bab) -> str:
     st = bab.stats
     text = (f"{st['domains']} subdomains in {st['rounds']} rounds, {bab.domains_per_second:.0f}/s, "
             f"{'/'.join(st['branching'])} splits")
+    if st.get("beta", "on") != "on":  # asked for (--bab-beta on) but not used: say why
+        text += f", split multipliers {st['beta']}"
     return text + ("" if bab.stopped is None else f", stopped: {bab.stopped}")
 
 

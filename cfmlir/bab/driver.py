@@ -180,7 +180,8 @@ class _RegionSearch:
         certifier carries them: its bound of the Lagrangian network at ``beta = 0`` equals its bound of the
         rows (else the search runs without, ``stats["beta"]`` says so)."""
         if self.bounding.widened:
-            self.stats["beta"] = "off (a widened float32 run: placeholder bounds would swamp its rounding charges)"
+            self.stats["beta"] = ("off (a widened float32 run: placeholder bounds would swamp its rounding charges; "
+                                  "float64 keeps them)")
             return
         rows = self.objective.rows
         for s in self.structure.split_layers:
