@@ -18,6 +18,7 @@ from cfruntime.errors import NetworkError
 from cfruntime.network.torch_import import UnsupportedModuleError
 from cftest import REPO
 from cftest import torch_models as tm
+from cftest.specs import interval_spec
 
 
 @pytest.mark.parametrize("certifier", ["crown_ibp", "deeppoly", "deepz", "ibp"])
@@ -336,17 +337,7 @@ def test_unsupported_modules(case):
     assert isinstance(info.value, NetworkError)
 
 
-RELU_ONLY = """def Shape as (Float l, Float u){[(curr[l]<=curr),(curr[u]>=curr)]};
-func simplify_lower(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[l]) : (coeff * n[u]);
-func simplify_upper(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[u]) : (coeff * n[l]);
-func priority(Neuron n) = n[layer];
-func stop(Neuron n) = true;
-transformer relu_only{
-    Affine -> ((prev.dot(curr[weight]) + curr[bias]).map(simplify_lower), (prev.dot(curr[weight]) + curr[bias]).map(simplify_upper));
-    Relu -> ((prev[l] >= 0 ? prev[l] : 0), (prev[u] >= 0 ? prev[u] : 0));
-}
-flow(forward, priority, stop, relu_only);
-"""
+RELU_ONLY = interval_spec("relu_only", "((prev[l] >= 0 ? prev[l] : 0), (prev[u] >= 0 ? prev[u] : 0))")
 
 
 def test_certifier_without_a_rule_for_a_layer():

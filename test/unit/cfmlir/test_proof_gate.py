@@ -16,26 +16,14 @@ from cfmlir.certifiers import certifier_source
 from cfmlir.diagnostics import CfError
 from cftest.gate_mutants import two_images
 from cftest.nets import mlp, residual_mlp
+from cftest.specs import interval_spec
 
 DEEPZ_SHIFT = ("func relu_z(Float l, Float u, SymExp z) = l >= 0.0 ? z : (u <= 0.0 ? 0.0 : x(l, u, z));",
                "func relu_z(Float l, Float u, SymExp z) = l >= 0.0 ? z : (u <= 0.0 ? 0.0 : x(l, u, z) + 0.01);")
 
 #: the flow uses ``good``: its Relu is outside the prover's fragment (``lp``); ``bad`` is unsound but unused
-TWO_TRANSFORMERS = """def Shape as (Float l, Float u){[(curr[l]<=curr),(curr[u]>=curr)]};
-func simplify_lower(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[l]) : (coeff * n[u]);
-func simplify_upper(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[u]) : (coeff * n[l]);
-func priority(Neuron n) = n[layer];
-func stop(Neuron n) = true;
-transformer good{
-    Affine -> ((prev.dot(curr[weight]) + curr[bias]).map(simplify_lower), (prev.dot(curr[weight]) + curr[bias]).map(simplify_upper));
-    Relu -> (lp(minimize, prev, [prev >= prev[l]]), prev[u]);
-}
-transformer bad{
-    Affine -> (0.0, 0.0);
-    Relu -> (0.0, 0.0);
-}
-flow(forward, priority, stop, good);
-"""
+TWO_TRANSFORMERS = interval_spec("good", "(lp(minimize, prev, [prev >= prev[l]]), prev[u])",
+                                 extra="transformer bad{\n    Affine -> (0.0, 0.0);\n    Relu -> (0.0, 0.0);\n}\n")
 
 
 @pytest.fixture(autouse=True)

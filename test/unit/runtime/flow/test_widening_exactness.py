@@ -15,18 +15,9 @@ from cfmlir.compiler import compile_certifier, pipeline_for
 from cfruntime.flow.engine import run_certifier
 from cfruntime.network import network_from_model
 from cfruntime.network.builders import mlp_model
+from cftest.specs import interval_spec
 
-SHAPE = """def Shape as (Float l, Float u){[(curr[l]<=curr),(curr[u]>=curr)]};
-func simplify_lower(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[l]) : (coeff * n[u]);
-func simplify_upper(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[u]) : (coeff * n[l]);
-func priority(Neuron n) = n[layer];
-func stop(Neuron n) = true;
-transformer t{
-    Affine -> ((prev.dot(curr[weight]) + curr[bias]).map(simplify_lower), (prev.dot(curr[weight]) + curr[bias]).map(simplify_upper));
-    Relu -> (RULE);
-}
-flow(forward, priority, stop, t);
-"""
+SHAPE = interval_spec("t", "(RULE)")
 N_IN, N_OUT, BATCH = 6, 64, 16
 
 
