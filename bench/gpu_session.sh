@@ -12,7 +12,8 @@
 # 3. bench/bab_compare.py --device cuda: ours ($BAB_OURS_ARGS: float32, widened) against alpha-beta-CROWN
 #    ($BAB_TOOLS) on the GPU sample of gpu_stage.sh ($BAB_BENCHMARKS), $BAB_LIMIT (20) s per instance;
 # 4. bench/peer_compare.py --device cuda on the rows $PEER_ROWS_LAST (none), with what is left of BUDGET_S.
-# EXTRA (a command line) runs first, after the set-up; an empty PEER_ROWS or BAB_BENCHMARKS skips that step.
+# EXTRA (a command line) runs first, after the set-up; an empty PEER_ROWS or BAB_BENCHMARKS skips that step;
+# ALPHA_ROWS (none by default; e.g. mnist_6x100,mnist_convsmall_diffai) adds the alpha rows before step 3.
 # Each step writes its JSON and log under $OUT (what the device tool brings back) as it goes, and is bounded by
 # `timeout`, so a slow step costs only itself.  Without CUDA (PY, DEVICE and OUT set by hand) it runs on the
 # CPU: that is how the script is checked before a lease.
@@ -29,6 +30,7 @@ BAB_BENCHMARKS=${BAB_BENCHMARKS-mnistfc,eran}
 BAB_LIMIT=${BAB_LIMIT:-20}
 BAB_OURS_ARGS=${BAB_OURS_ARGS---dtype float32}
 BAB_TOOLS=${BAB_TOOLS:-ours,abcrown}
+ALPHA_ROWS=${ALPHA_ROWS-}
 T0=$(date +%s)
 left() { echo $(( BUDGET - ($(date +%s) - T0) )); }
 
@@ -54,6 +56,12 @@ if [ -n "$PEER_ROWS" ]; then
     echo "== peer rows on $DEVICE (widened), $(left) s left"
     timeout $(( $(left) * 50 / 100 )) $PY bench/peer_compare.py --device "$DEVICE" --widen on --rows "$PEER_ROWS" \
         --out "$OUT/peer_compare_cuda_widened.json" 2>&1 | tee "$OUT/peer.log"
+fi
+
+if [ -n "$ALPHA_ROWS" ]; then  # alpha_deeppoly optimised against alpha-CROWN (issue 25.1), on the device
+    echo "== alpha rows on $DEVICE, $(left) s left"
+    timeout $(( $(left) * 50 / 100 )) $PY bench/peer_compare.py --alpha --device "$DEVICE" --rows "$ALPHA_ROWS" \
+        --out "$OUT/peer_compare_alpha_cuda.json" 2>&1 | tee "$OUT/alpha.log"
 fi
 
 if [ -n "$BAB_BENCHMARKS" ]; then
