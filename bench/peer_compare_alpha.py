@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.optimize import OptimizeOptions, OptimizeReport, optimize_bounds
+from peer_side import Peer, count_ops, margins_ours, timed
 from peer_table import print_row
 
 ITERATIONS, LR = 20, 0.5
@@ -97,7 +98,6 @@ class AlphaPeer:
 def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> dict:
     import cfmlir
     from paper_problems import paper_files, paper_problem
-    from peer_side import Peer, count_ops, margins_ours, timed
 
     n = n_override or row.n
     net, prop = paper_problem(row.net, n)

@@ -162,7 +162,7 @@ class CertifierBounding:
         read_layers = want_layers or self.check is not None
         # a replayed CUDA graph keeps the last layer's bounds only (no store): never where layers are read
         res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides,
-                            **({"graph": False} if read_layers else {}), **self.options)
+                            graph=False if read_layers else None, **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None
         if read_layers:
