@@ -33,7 +33,8 @@ The padding constant of a window list (``-inf`` for a max) is kept apart and dro
 whose identity it is.  ``cftensor.if`` joins its regions' results; loops are inexact.
 
 The rule's returned values become one tag per shape member, an attribute ``exact`` on the rule
-(with ``"@substitutes" = "yes"`` for a rule that substitutes polyhedra: a traverse or a loop):
+(with ``"@substitutes" = "yes"`` for a rule that substitutes polyhedra: a traverse or a loop, and
+``"@fan-in" = "I R"`` for one whose sums stay within ``I`` times the layer's fan-in plus ``R``, :mod:`cfmlir.passes.fanin_analysis`):
 Float members ``"transparent F"`` (a transparent value of the member's own role), ``"exact F K"`` or
 ``"inexact"``; PolyExp/SymExp members ``"unit"`` (unit coefficients, constant 0), ``"exact"`` or
 ``"inexact"``.  The Python emission writes them as the module's ``EXACT`` table.
@@ -51,6 +52,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from cfmlir.dialects import cftensor as ct
+from cfmlir.passes import fanin_analysis
 from cfruntime import contract
 
 #: the attribute on ``cftensor.rule`` that holds the member tags
@@ -412,6 +414,9 @@ def rule_tags(rule: ct.RuleOp, members: list[tuple[str, str, str]]) -> dict[str,
     tags = {name: member_tag(v, letter, role) for (name, letter, role), v in zip(members, vals)}
     if any(isinstance(o, SUBSTITUTING_OPS) for o in rule.walk()):
         tags[SUBSTITUTES] = "yes"
+    terms = fanin_analysis.fanin_terms(rule)
+    if terms is not None:
+        tags[contract.EXACT_FANIN] = f"{terms[0]} {terms[1]}"
     return tags
 
 

@@ -92,6 +92,12 @@ MODULE_LOCAL_MEMBERS = "LOCAL_MEMBERS"
 MODULE_EXACT = "EXACT"
 #: the ``EXACT`` key of a rule that substitutes polyhedra (a traverse or a loop): value ``"yes"``
 EXACT_SUBSTITUTES = "@substitutes"
+#: the ``EXACT`` key of a rule whose linear expressions over a predecessor's stored values have at
+#: most ``I * fan-in + R`` non-zero terms per neuron (``I`` inner products with the layer's weight or
+#: one-hot coefficients, ``R`` reads; no sum reduction, no substitution): value ``"I R"``.  The float32
+#: widening then pre-charges a layer whose successors all carry it for that count instead of its own
+#: size (:mod:`cfruntime.flow.widening`, section 1; :mod:`cfmlir.passes.fanin_analysis`)
+EXACT_FANIN = "@fan-in"
 #: ``RULE_LOCATIONS = {operator: (line, column)}``: where each rule is in the certifier's source (the
 #: engine names it when a rule cannot run: a member read before it is computed, a runaway traverse).
 MODULE_RULE_LOCATIONS = "RULE_LOCATIONS"

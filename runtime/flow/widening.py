@@ -40,7 +40,11 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
    every later concretisation against them subtracts ``rho_pre(j) sum_p |c_p| m_p``: its own rounding
    error, whatever code computes it.  (On a chain network every concretisation of the shipped
    certifiers is over one layer -- ``prev.dot(W)`` or a traverse stopped on one layer -- so ``n_j`` is
-   that layer's size; on other graphs the network's neuron count.)
+   that layer's size; on other graphs the network's neuron count.  When the compiler shows that no rule
+   substitutes and every rule's sums stay within its fan-in -- ``@fan-in = "I R"``, at most ``I``
+   fan-in plus ``R`` terms, :mod:`cfmlir.passes.fanin_analysis` -- ``n_j`` is the largest such count
+   among ``j``'s successors (:func:`concretisation_terms`): IBP's convolutions sum 48-512 terms where
+   their input layers have thousands of neurons.)
 
 2. **Back-substitution.**  A traverse step replaces the summands ``c . v_k`` of layer ``k`` by
    ``c^+ L_k + c^- U_k``.  New coefficient ``(r, p)``: ``sum_i c_ri L_k[i, p]``, at most
@@ -554,11 +558,58 @@ class _Lazy:
         return self.value
 
 
+class _Mags(dict):
+    """layer -> ``m_k``; a :class:`_Lazy` entry is made on its first read (an inexact affine layer's
+    ``m_k`` is read only by what substitutes through it or multiplies it by inexact weights: IBP with
+    exact weights never reads it)."""
+
+    def __getitem__(self, k):
+        v = super().__getitem__(k)
+        if isinstance(v, _Lazy):
+            v = v()
+            super().__setitem__(k, v)
+        return v
+
+
 #: The layer kinds the rounding argument above covers (relaxation slopes at most ``_slope``, one
 #: predecessor or a sum): a network with another kind (``mul``: slopes are the other operand's
 #: bounds, unbounded; the step and periodic functions of issue 27) is refused in a widened run.
 COVERED_KINDS = frozenset({"input", "affine", "maxpool", "add", "relu", "sigmoid", "tanh", "leakyrelu", "elu",
                            "softplus", "abs", "relu6", "hardtanh"})
+
+
+def fan_in(layer) -> int:
+    """The most predecessor values one neuron of ``layer`` combines: the non-zero weights of a row (a
+    convolution's kernel, a dense row, a gather's one entry), a max-pool's window, else 1."""
+    if layer.kind == "maxpool":
+        return layer.maxpool.index_map.shape[1]
+    if layer.kind != "affine":
+        return 1
+    if layer.linear_kind == "conv":
+        k = layer.conv.kernel
+        return k.shape[1] * k.shape[2] * k.shape[3]
+    if layer.linear_kind == "gather":
+        return 1
+    return layer.weight.shape[-1]
+
+
+def concretisation_terms(cert, network) -> list[int] | None:
+    """Per layer ``j``: the most terms over ``j``'s stored values in one sum of a later rule (section
+    1's ``n_j``), when every rule of the network is tagged ``@fan-in = "I R"`` by the compiler
+    (:mod:`cfmlir.passes.fanin_analysis`: at most ``I * fan-in + R`` terms, no traverse): the largest
+    count of ``j``'s successors, at most ``j``'s size plus ``R``.  None without the tags (a traverse
+    may concretise a dense expression over any layer)."""
+    exact = getattr(cert, "exact", None) or {}
+    layers = network.layers
+    terms = [0] * len(layers)
+    for l in layers[1:]:
+        tag = exact.get(contract.OPERATOR_OF_KIND.get(l.kind), {}).get(contract.EXACT_FANIN)
+        if tag is None:
+            return None
+        inner, reads = (int(x) for x in tag.split())
+        for p in l.preds:
+            terms[p] = max(terms[p], min(inner * fan_in(l), inner * layers[p].size) + reads)
+    return terms
 
 
 class Widening:
@@ -595,6 +646,10 @@ class Widening:
         # is paired with itself
         self.pairs = list(zip(plo, pup)) + [(n, n) for n in plo[len(pup):]] + [(n, n) for n in pup[len(plo):]]
         self.zono = [n for n, l, r in members if l == "S" and r == contract.ZONOTOPE]
+        self.sum_terms = concretisation_terms(cert, network)
+        # a rule may substitute polyhedra (a traverse's constants and sums: sections 2 and 6); not when
+        # the compiler shows every rule's sums within its fan-in (no rule substitutes then)
+        self.substitutes = self.sum_terms is None
         self.k_max = max(self.total, 2 * max(sizes) + self.S, self.sym_total) + 32
         self.safety = 1 + 2 * gamma(self.k_max + 16, u)
         self.rho_post = gamma(POST_OPS, u)
@@ -606,7 +661,7 @@ class Widening:
         # without, per layer (:class:`~cfruntime.flow.widening_plan.Plan`: exact values, shared tensors)
         self.plan = None if self.zono else widening_plan.Plan(cert, network, self.rho_pre)
         self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device) if self.plan is None else None
-        self.mags: dict[int, torch.Tensor] = {}  # layer -> m_k [B, n] (fast path)
+        self.mags: dict[int, torch.Tensor] = _Mags()  # layer -> m_k [B, n] (fast path)
         self.pending: dict[int, tuple] = {}  # affine layer -> (omega, L, U) left to its successors' polyhedra
         self.fixups: list[tuple[int, str, object]] = []  # (layer, member, value) the engine stores again
         self._bases: dict[int, torch.Tensor] = {}  # centred layer -> its widening's bias terms (this run)
@@ -618,7 +673,10 @@ class Widening:
         return gamma(n, self.u)
 
     def rho_pre(self, k: int) -> float:
-        n = self.network.layers[k].size if self.chain else self.total
+        if self.sum_terms is not None:
+            n = self.sum_terms[k]
+        else:
+            n = self.network.layers[k].size if self.chain else self.total
         return self._g(n + self.S + 8)
 
     def _sum_len(self, k: int) -> int:
@@ -737,7 +795,6 @@ class Widening:
         kind, f, K = self.plan.float_kind[k]
         rho = self.plan.rho[k]
         if kind == "transparent":  # the predecessor's pre-charge passes through (section 7)
-            mp = self._m(layer.preds[0])
             if self.pairs and f <= 1 and self.plan.succ[k]:
                 # the stored bounds' own magnitude (sound bounds, lo <= hi: >= |v| and >= |lo|, |hi|;
                 # <= m_pred): 0 for a ReLU that is off, so the substitutions through the next layer
@@ -745,7 +802,8 @@ class Widening:
                 self.mags[k] = torch.maximum(-lo, hi)
                 self.within_pred.add(k)
             else:
-                self.mags[k] = mp if f <= 1 else mp * f
+                p = layer.preds[0]
+                self.mags[k] = _Lazy(lambda: self._m(p) if f <= 1 else self._m(p) * f)
             return lo, hi
         if kind in ("input", "exact"):  # no rounding of their own: the pre-charge only
             src = torch.maximum(-lo, hi) if kind == "input" else self._pred_m(layer)
@@ -775,7 +833,8 @@ class Widening:
             w = torch.add(base, mt, alpha=c * (rho + self.rho_post))
         l, h = lo - w, hi + w
         if self.plan.succ[k]:
-            self.mags[k] = mt + w  # >= max(-l, h) >= max(|l|, |h|) (rounding is monotone; l <= h)
+            # >= max(-l, h) >= max(|l|, |h|) (rounding is monotone; l <= h); made when read
+            self.mags[k] = _Lazy(lambda: mt + w)
         return l, h
 
     def _float_c(self, k: int) -> float:
@@ -791,7 +850,7 @@ class Widening:
         do not survive the cast, a batch's own margin layer)."""
         k = layer.index
         c = self._float_c(k)
-        gsum = self._g(self.S + 2) + self._g(self._sum_len(k) + self.S + 4)
+        gsum = self._g(self.S + 2) + self._g(self._sum_len(k) + self.S + 4) if self.substitutes else 0.0
         if k in self.bias_errors:
             if _weight_source(layer).device.type != "cpu" or not _exact_in(_weight_source(layer), self.dtype):
                 return None
@@ -922,7 +981,7 @@ class Widening:
         if layer.kind == "affine":
             b = parameters.bias(layer, self.rep)
             b = _memo_abs(b) if not layer.batched and layer.index not in self.bias_errors else b.abs()
-            t = [(self._g(self.S + 2), b)]
+            t = [(self._g(self.S + 2), b)] if self.substitutes else []
             if layer.index in self.bias_errors and _exact_in(_weight_source(layer), self.dtype):
                 t += [(self._g(2), b)]  # the network's weights; the centred bias rounded to the dtype
             elif not exact_parameters(layer, self.dtype):
@@ -931,7 +990,7 @@ class Widening:
             if layer.index in self.bias_errors:
                 t.append((1 + 4 * self.u, self.bias_errors[layer.index].to(self.dtype)))
             return t
-        if layer.kind == "add":
+        if layer.kind == "add" and self.substitutes:
             return [(self._g(self.S + 2), self._m(p)) for p in layer.preds]
         return []
 

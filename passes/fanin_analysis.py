@@ -1,0 +1,189 @@
+"""How many terms a rule's sums have: whether each stays within the layer's fan-in (for the float32 widening).
+
+    # Affine -> (prev.dot(curr[weight]) + curr[bias]).map(simplify_lower)
+    #   %c = cftensor.map_coeff %p   (support: the weight's non-zeros, along dim 2)
+    #   %lo, %hi = cftensor.interval_inner %c, %l, %u[2]   (a sum of at most fan-in non-zero terms)
+    # -> cftensor.rule ... attributes {exact = {..., "@fan-in" = "1 2"}}   (one inner product, two reads)
+
+The float32 widening pre-charges every stored bound for the rounding of the later sums against it
+(section 1 of :mod:`cfruntime.flow.widening`): a sum of ``n`` non-zero products errs by ``gamma(n)``
+times the sum of their magnitudes, so the pre-charge must use the longest such sum.  Without more
+knowledge that is the layer's whole size (a traverse may concretise a dense expression over it); when
+every successor's rule sums only against the layer's weight (IBP's ``prev.dot(W).map(simplify)``) it is
+the successor's fan-in -- 16 to 256 terms on a convolution, instead of thousands.
+
+Algorithm: one pass over the rule's ops in order (nested regions included), one transfer function per
+op class (:func:`transfer`), tracking a *support* per SSA value -- where its non-zero entries may be:
+
+* ``weight``: the layer's ``weight`` input; along its last physical dimension at most fan-in non-zeros
+  per neuron (a convolution's kernel, a dense row, a gather's one entry);
+* ``unit``: one non-zero per entry (``neuron_to_poly``: a one-hot coefficient);
+
+kept by a ``repeat`` along another dimension, a product with anything (0 times x is 0) and a
+selection between two values of one support, carried by ``dot`` (neurons . weight: a PolyExp whose
+coefficients are the weight), ``extract_poly_coeff``/``combine_poly`` and ``map_coeff`` (each putting
+the coefficients on the last dimension).  A sum is fine when one operand of the inner product (or the
+``reduce`` by sum) has a support on the summed dimension (a zero product rounds nothing); the rule
+*fails* on any other inner product or sum, a ``masked_reduce`` by sum, a ``dot`` of values other than neurons with a
+non-weight operand, or a substitution (a traverse, a loop).  Every other way to combine stored values
+is element-wise (a list reduces only by max/min: one of its entries), so a linear expression the rule
+forms over one predecessor's stored values has at most ``I * fan-in + R`` terms per neuron: ``I`` the
+inner products and sums, ``R`` the ``access`` ops (each read is one term).  A rule that does not fail gets
+``"@fan-in" = "I R"`` (:data:`cfruntime.contract.EXACT_FANIN`), added to its ``exact`` tags by
+:class:`~cfmlir.passes.exactness_analysis.ExactnessPass`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import singledispatch
+
+from xdsl.ir import Operation, SSAValue
+
+from cfmlir.dialects import cftensor as ct
+from cfruntime import contract
+
+
+@dataclass(frozen=True)
+class Support:
+    """``kind`` (``weight``/``unit``) non-zeros along physical dimension ``dim`` (None for a PolyExp:
+    its coefficients')."""
+
+    kind: str
+    dim: int | None
+
+
+class State:
+    """The supports found so far; ``ok`` turns False at the first sum that may exceed the fan-in."""
+
+    def __init__(self) -> None:
+        self.support: dict[SSAValue, Support] = {}
+        self.neurons: set[SSAValue] = set()
+        self.ok = True
+        self.inner = 0  # inner products within the fan-in
+        self.reads = 0  # access ops
+
+    def last_dim(self, v: SSAValue) -> int:
+        return len(ct.meta(v).shape) - 1
+
+    def on_last(self, v: SSAValue) -> Support | None:
+        """``v``'s support when it lies on its last dimension (a coefficient tensor's)."""
+        s = self.support.get(v)
+        return s if s is not None and s.dim == self.last_dim(v) else None
+
+
+@singledispatch
+def transfer(op: Operation, st: State) -> None:
+    """Ops that form no sum over a dimension (element-wise, access, constants): nothing to track."""
+
+
+@transfer.register
+def _(op: ct.InputOp, st: State) -> None:
+    name = op.input_name.data
+    if name == "weight":
+        st.support[op.result] = Support("weight", st.last_dim(op.result))
+    elif name in contract.PREDECESSOR_INPUTS:
+        st.neurons.add(op.result)
+
+
+@transfer.register
+def _(op: ct.RepeatOp, st: State) -> None:
+    s = st.support.get(op.input)
+    if s is not None and s.dim is not None and op.dim.data != s.dim and st.last_dim(op.result) == st.last_dim(op.input):
+        st.support[op.result] = s
+    if op.input in st.neurons:
+        st.neurons.add(op.result)
+
+
+@transfer.register
+def _(op: ct.DotOp, st: State) -> None:
+    w = st.on_last(op.rhs)
+    if op.lhs in st.neurons:  # a PolyExp with the right operand as coefficients: no sum yet
+        if w is not None:
+            st.support[op.result] = Support(w.kind, None)
+    elif w is None:  # values . anything: a sum over every predecessor
+        st.ok = False
+
+
+@transfer.register
+def _(op: ct.NeuronToPolyOp, st: State) -> None:
+    st.support[op.result] = Support("unit", None)
+
+
+@transfer.register(ct.ExtractPolyCoeffOp)
+@transfer.register(ct.MapCoeffOp)
+def _(op: Operation, st: State) -> None:
+    s = st.support.get(op.input)
+    if s is not None and s.dim is None:
+        st.support[op.result] = Support(s.kind, st.last_dim(op.result))
+
+
+@transfer.register
+def _(op: ct.CombineToPolyOp, st: State) -> None:
+    c = st.on_last(op.lhs)
+    if c is not None:
+        st.support[op.result] = Support(c.kind, None)
+
+
+@transfer.register(ct.InnerOp)
+@transfer.register(ct.SplitInnerOp)
+@transfer.register(ct.IntervalInnerOp)
+def _(op: Operation, st: State) -> None:
+    dim = op.dim.data
+    if not any(st.support.get(o) is not None and st.support[o].dim == dim for o in op.operands):
+        st.ok = False
+    st.inner += 1
+
+
+@transfer.register
+def _(op: ct.AccessOp, st: State) -> None:
+    st.reads += 1
+
+
+@transfer.register
+def _(op: ct.MultOp, st: State) -> None:
+    # x * y is 0 where either is: the product keeps a support of either operand
+    s = st.support.get(op.lhs) or st.support.get(op.rhs)
+    if s is not None and s.dim is not None and len(ct.meta(op.result).shape) == len(ct.meta(op.lhs).shape):
+        st.support[op.result] = s
+
+
+@transfer.register
+def _(op: ct.TernaryOp, st: State) -> None:
+    a, b = st.support.get(op.then), st.support.get(op.otherwise)
+    if a is not None and a == b:
+        st.support[op.result] = a
+
+
+@transfer.register
+def _(op: ct.ReduceOp, st: State) -> None:
+    if op.kind.data == "sum":  # a sum over the dimension: within the fan-in where the support lies on it
+        s = st.support.get(op.input)
+        if s is None or s.dim != op.dim.data:
+            st.ok = False
+        st.inner += 1
+
+
+@transfer.register
+def _(op: ct.MaskedReduceOp, st: State) -> None:
+    if op.kind.data == "sum":
+        st.ok = False
+
+
+def _substitutes(op: Operation, st: State) -> None:
+    st.ok = False
+
+
+for _cls in (ct.LayerTraverseOp, ct.WhileOp, ct.SubstituteOp):
+    transfer.register(_cls)(_substitutes)
+
+
+def fanin_terms(rule: ct.RuleOp) -> tuple[int, int] | None:
+    """``(I, R)``: the rule's linear expressions over a predecessor's stored values have at most
+    ``I * fan-in + R`` terms per neuron; None when a sum may be longer (see the module docstring)."""
+    st = State()
+    for op in rule.walk():
+        transfer(op, st)
+        if not st.ok:
+            return None
+    return st.inner, st.reads
