@@ -42,7 +42,10 @@ sys.path.insert(0, str(REPO / "examples"))
 import certified_training as ct  # noqa: E402
 
 PEERS = REPO.parent / "shared" / "peers"
-PEER_PYTHON = Path(os.environ.get("CF_PEER_PYTHON", REPO.parent / "peer-venv-grad" / "bin" / "python"))
+_PEER_VENV = REPO.parent / "peer-venv-grad" / "bin" / "python"
+#: auto_LiRPA's interpreter: CF_PEER_PYTHON, else ../peer-venv-grad where it is set up, else this one (the
+#: project's environment imports ../shared/peers/auto_LiRPA too, as bench/peer_compare.py does)
+PEER_PYTHON = Path(os.environ.get("CF_PEER_PYTHON", _PEER_VENV if _PEER_VENV.exists() else sys.executable))
 WORKER = REPO / "bench" / "lirpa_training_worker.py"
 
 
