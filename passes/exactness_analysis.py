@@ -416,7 +416,7 @@ def rule_tags(rule: ct.RuleOp, members: list[tuple[str, str, str]]) -> dict[str,
         tags[SUBSTITUTES] = "yes"
     terms = fanin_analysis.fanin_terms(rule)
     if terms is not None:
-        tags[contract.EXACT_FANIN] = f"{terms[0]} {terms[1]}"
+        tags[contract.EXACT_FANIN] = " ".join(map(str, terms if terms[2] else terms[:2]))
     return tags
 
 

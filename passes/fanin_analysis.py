@@ -62,6 +62,7 @@ class State:
         self.ok = True
         self.inner = 0  # inner products within the fan-in
         self.reads = 0  # access ops
+        self.traverses = 0  # traverses to the input's box
 
     def last_dim(self, v: SSAValue) -> int:
         return len(ct.meta(v).shape) - 1
@@ -130,9 +131,11 @@ def _(op: ct.CombineToPolyOp, st: State) -> None:
 @transfer.register(ct.IntervalInnerOp)
 def _(op: Operation, st: State) -> None:
     dim = op.dim.data
-    if not any(st.support.get(o) is not None and st.support[o].dim == dim for o in op.operands):
+    kinds = {st.support[o].kind for o in op.operands if st.support.get(o) is not None and st.support[o].dim == dim}
+    if not kinds:
         st.ok = False
-    st.inner += 1
+    if kinds != {"none"}:  # a sum over the coefficients a traverse left: none, no terms to sum
+        st.inner += 1
 
 
 @transfer.register
@@ -174,16 +177,49 @@ def _substitutes(op: Operation, st: State) -> None:
     st.ok = False
 
 
-for _cls in (ct.LayerTraverseOp, ct.WhileOp, ct.SubstituteOp):
+for _cls in (ct.WhileOp, ct.SubstituteOp):
     transfer.register(_cls)(_substitutes)
 
 
-def fanin_terms(rule: ct.RuleOp) -> tuple[int, int] | None:
-    """``(I, R)``: the rule's linear expressions over a predecessor's stored values have at most
-    ``I * fan-in + R`` terms per neuron; None when a sum may be longer (see the module docstring)."""
+def _never_stops(op: ct.LayerTraverseOp) -> bool:
+    """Whether the traverse's stop flag is the constant false (every layer is substituted)."""
+    stop = op.priority.block.last_op.operands[1]
+    return isinstance(stop.owner, ct.ConstOp) and stop.owner.value.value.data == 0
+
+
+@transfer.register
+def _(op: ct.LayerTraverseOp, st: State) -> None:
+    # stop = false: every layer is substituted, the input's last (its polyhedra are its box: that
+    # substitution is the one concretisation, a sum over the input's neurons, counted by T); no terms
+    # are left.  Its replacements must be polyhedra, not Float bounds (a Float read there would be a
+    # concretisation against any layer).
+    reads_bounds = any(isinstance(o, ct.AccessOp) and ct.meta(o.result).top.type == "R" for o in op.body.walk())
+    if not _never_stops(op) or reads_bounds:
+        st.ok = False
+        return
+    st.traverses += 1
+    st.support[op.res] = Support("none", None)
+
+
+def _ops(block):
+    """The block's ops in order, nested regions included, but not a traverse's (:func:`transfer` of
+    ``layer_traverse`` reads them)."""
+    for op in block.ops:
+        yield op
+        if not isinstance(op, ct.LayerTraverseOp):
+            for region in op.regions:
+                for b in region.blocks:
+                    yield from _ops(b)
+
+
+def fanin_terms(rule: ct.RuleOp) -> tuple[int, int, int] | None:
+    """``(I, R, T)``: the rule's linear expressions over a predecessor's stored values have at most
+    ``I * fan-in + R`` terms per neuron, and ``T`` traverses sum over the input's neurons; None when
+    a sum may be longer (see the module docstring)."""
     st = State()
-    for op in rule.walk():
-        transfer(op, st)
-        if not st.ok:
-            return None
-    return st.inner, st.reads
+    for block in rule.body.blocks:
+        for op in _ops(block):
+            transfer(op, st)
+            if not st.ok:
+                return None
+    return st.inner, st.reads, st.traverses

@@ -41,10 +41,13 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
    error, whatever code computes it.  (On a chain network every concretisation of the shipped
    certifiers is over one layer -- ``prev.dot(W)`` or a traverse stopped on one layer -- so ``n_j`` is
    that layer's size; on other graphs the network's neuron count.  When the compiler shows that no rule
-   substitutes and every rule's sums stay within its fan-in -- ``@fan-in = "I R"``, at most ``I``
-   fan-in plus ``R`` terms, :mod:`cfmlir.passes.fanin_analysis` -- ``n_j`` is the largest such count
-   among ``j``'s successors (:func:`concretisation_terms`): IBP's convolutions sum 48-512 terms where
-   their input layers have thousands of neurons.)
+   concretises against a hidden layer but through its successors' sums within their fan-in --
+   ``@fan-in = "I R [T]"``, at most ``I`` fan-ins plus ``R`` terms, ``T`` traverses that never stop
+   (stop = false: they substitute every layer down to the input's box, the one concretisation they
+   make), :mod:`cfmlir.passes.fanin_analysis` -- ``n_j`` is the largest such count among ``j``'s
+   successors, the input's size for the input (:func:`concretisation_terms`): IBP's convolutions sum
+   48-512 terms where their input layers have thousands of neurons, and CROWN-IBP's and DeepPoly's
+   hidden layers are concretised only by such sums, or not at all.)
 
 2. **Back-substitution.**  A traverse step replaces the summands ``c . v_k`` of layer ``k`` by
    ``c^+ L_k + c^- U_k``.  New coefficient ``(r, p)``: ``sum_i c_ri L_k[i, p]``, at most
@@ -593,22 +596,37 @@ def fan_in(layer) -> int:
     return layer.weight.shape[-1]
 
 
+def _rule_tags(cert, network) -> list[dict]:
+    """The compiler's tags (``EXACT``) of the rule of every layer but the input."""
+    exact = getattr(cert, "exact", None) or {}
+    return [exact.get(contract.OPERATOR_OF_KIND.get(l.kind), {}) for l in network.layers[1:]]
+
+
+def substitutes(cert, network) -> bool:
+    """Whether a rule of the network may substitute polyhedra (a traverse's constants and sums,
+    sections 2 and 6); True without the compiler's tags."""
+    return any(contract.EXACT_FANIN not in t or contract.EXACT_SUBSTITUTES in t for t in _rule_tags(cert, network))
+
+
 def concretisation_terms(cert, network) -> list[int] | None:
     """Per layer ``j``: the most terms over ``j``'s stored values in one sum of a later rule (section
-    1's ``n_j``), when every rule of the network is tagged ``@fan-in = "I R"`` by the compiler
-    (:mod:`cfmlir.passes.fanin_analysis`: at most ``I * fan-in + R`` terms, no traverse): the largest
-    count of ``j``'s successors, at most ``j``'s size plus ``R``.  None without the tags (a traverse
-    may concretise a dense expression over any layer)."""
-    exact = getattr(cert, "exact", None) or {}
+    1's ``n_j``), when every rule of the network is tagged ``@fan-in = "I R [T]"`` by the compiler
+    (:mod:`cfmlir.passes.fanin_analysis`: at most ``I * fan-in + R`` terms over a predecessor, and
+    ``T`` traverses that never stop, whose one concretisation is the input box's substitution, over all
+    the input's neurons): the largest count of ``j``'s successors (at most ``j``'s size plus ``R``),
+    the input's size for the input when a rule traverses.  None without the tags (a traverse that may
+    stop concretises a dense expression over any layer)."""
     layers = network.layers
     terms = [0] * len(layers)
-    for l in layers[1:]:
-        tag = exact.get(contract.OPERATOR_OF_KIND.get(l.kind), {}).get(contract.EXACT_FANIN)
+    for l, tags in zip(layers[1:], _rule_tags(cert, network)):
+        tag = tags.get(contract.EXACT_FANIN)
         if tag is None:
             return None
-        inner, reads = (int(x) for x in tag.split())
+        inner, reads, traverses = ([int(x) for x in tag.split()] + [0])[:3]
         for p in l.preds:
             terms[p] = max(terms[p], min(inner * fan_in(l), inner * layers[p].size) + reads)
+        if traverses:
+            terms[0] = max(terms[0], layers[0].size + reads)
     return terms
 
 
@@ -647,9 +665,8 @@ class Widening:
         self.pairs = list(zip(plo, pup)) + [(n, n) for n in plo[len(pup):]] + [(n, n) for n in pup[len(plo):]]
         self.zono = [n for n, l, r in members if l == "S" and r == contract.ZONOTOPE]
         self.sum_terms = concretisation_terms(cert, network)
-        # a rule may substitute polyhedra (a traverse's constants and sums: sections 2 and 6); not when
-        # the compiler shows every rule's sums within its fan-in (no rule substitutes then)
-        self.substitutes = self.sum_terms is None
+        # a rule may substitute polyhedra (a traverse's constants and sums: sections 2 and 6)
+        self.substitutes = substitutes(cert, network)
         self.k_max = max(self.total, 2 * max(sizes) + self.S, self.sym_total) + 32
         self.safety = 1 + 2 * gamma(self.k_max + 16, u)
         self.rho_post = gamma(POST_OPS, u)

@@ -47,13 +47,47 @@ def test_a_dot_of_stored_bounds_with_the_weight_is_within_the_fanin():
     assert exact["Affine"][FANIN] == "2 2"
 
 
-@pytest.mark.parametrize("name,tagged,untagged", [
-    ("ibp", ["Affine", "Relu", "Maxpool", "Neuron_add", "Sigmoid"], []),
-    ("deeppoly", ["Relu", "Sigmoid"], ["Affine", "Neuron_add", "Maxpool"]),  # traverses; a window's sums
-    ("crown_ibp", ["Relu"], ["Affine"]),
-    ("deepz", ["Relu"], ["Affine"]),  # a zonotope's concretisation sums over every noise symbol
+@pytest.mark.parametrize("name,tags,untagged", [
+    ("ibp", {"Affine": "1 2", "Relu": "0 2", "Maxpool": "0 2", "Neuron_add": "0 4"}, []),
+    # back-substitution to the input's box (stop_traverse = false: two traverses, lower and upper); a
+    # max-pool's sums over its window
+    ("deeppoly", {"Affine": "0 4 2", "Relu": "0 2", "Neuron_add": "0 4 2"}, ["Maxpool"]),
+    ("crown_ibp", {"Affine": "1 7 2", "Relu": "0 2"}, ["Maxpool"]),  # IBP, or at the last layer traverses
+    ("deepz", {"Relu": "0 3"}, ["Affine", "Neuron_add"]),  # a zonotope's concretisation: every noise symbol
+    ("reusecert", {"Relu": "0 4"}, ["Affine"]),
 ])
-def test_shipped_certifiers(name, tagged, untagged):
+def test_shipped_certifiers(name, tags, untagged):
     exact = compile_certifier(*load_certifier_source(name), pipeline_for(True)).exact
-    assert all(FANIN in exact[op] for op in tagged) and not any(FANIN in exact[op] for op in untagged)
-    assert all("@substitutes" not in exact[op] for op in exact if FANIN in exact[op])
+    assert {op: exact[op].get(FANIN) for op in tags} == tags
+    assert not any(FANIN in exact[op] for op in untagged)
+
+
+TRAVERSE_SHAPE = """def Shape as (Float l, Float u, PolyExp L, PolyExp U){[(curr[l]<=curr),(curr[u]>=curr),(curr[L]<=curr),(curr[U]>=curr)]};
+func simplify_lower(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[l]) : (coeff * n[u]);
+func simplify_upper(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[u]) : (coeff * n[l]);
+func replace_lower(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[L]) : (coeff * n[U]);
+func replace_upper(Neuron n, Float coeff) = (coeff >= 0.0) ? (coeff * n[U]) : (coeff * n[L]);
+func priority(Neuron n) = n[layer];
+func priority2(Neuron n, Float c) = -n[layer];
+func stop(Neuron n) = false;
+func STOPFN
+transformer t{
+    Affine -> ((prev.dot(curr[weight]) + curr[bias]).traverse(backward, priority2, stop_t, REPLACE){true}.map(simplify_lower), (prev.dot(curr[weight]) + curr[bias]).traverse(backward, priority2, stop_t, replace_upper){true}.map(simplify_upper), prev.dot(curr[weight]) + curr[bias], prev.dot(curr[weight]) + curr[bias]);
+    Relu -> ((prev[l] >= 0 ? prev[l] : 0), (prev[u] >= 0 ? prev[u] : 0), prev, prev);
+}
+flow(forward, priority, stop, t);
+"""
+
+
+@pytest.mark.parametrize("stop,replace,tagged", [
+    ("stop_t(Neuron n, Float c) = false;", "replace_lower", True),  # to the input's box: no other concretisation
+    # a traverse that stops at some layers leaves terms there, and its concretisation sums them densely
+    ("stop_t(Neuron n, Float c) = n[layer] == 1;", "replace_lower", False),
+    # a replacement by Float bounds concretises inside the traverse, against every layer it reaches
+    ("stop_t(Neuron n, Float c) = false;", "simplify_lower", False),
+])
+def test_traverses_count_only_when_they_never_stop_and_replace_by_polyhedra(stop, replace, tagged):
+    text = TRAVERSE_SHAPE.replace("STOPFN", stop).replace("REPLACE", replace)
+    exact = compile_certifier(text, "fanin_traverse.cf", pipeline_for(True), use_cache=False).exact
+    assert (exact["Affine"].get(FANIN) == "0 4 2") if tagged else (FANIN not in exact["Affine"])
+    assert exact["Relu"][FANIN] == "0 2"
