@@ -104,6 +104,8 @@ def _(op: ct.DotOp, st: State) -> None:
             st.support[op.result] = Support(w.kind, None)
     elif w is None:  # values . anything: a sum over every predecessor
         st.ok = False
+    else:  # values . weight: a sum within the fan-in
+        st.inner += 1
 
 
 @transfer.register
