@@ -8,6 +8,15 @@ from __future__ import annotations
 WIDEN = {"auto": None, "on": True, "off": False}
 
 
+def engine_options(dtype, widen):
+    """``(torch dtype, widen)`` of a compiled engine's options: ``"float64"``/``"float32"`` or a torch
+    dtype; None/True/False or ``cf-run``'s ``"auto"``/``"on"``/``"off"``."""
+    import torch
+
+    dt = dtype if isinstance(dtype, torch.dtype) else {"float64": torch.float64, "float32": torch.float32}[dtype]
+    return dt, (WIDEN[widen] if isinstance(widen, str) else widen)
+
+
 def store_layer_bounds(cert, network, res, lower, upper) -> dict:
     """``{layer: (lower [B, n], upper [B, n])}`` from a compiled engine result's store (the input layer,
     the box itself by construction, left out; the last layer is ``(lower, upper)``)."""

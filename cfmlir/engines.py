@@ -34,6 +34,7 @@ from typing import Any
 from cfmlir import api_args
 from cfmlir.engine_io import WIDEN, store_layer_bounds  # noqa: F401 - re-exported: engines' public names
 from cfmlir.engine_io import as_boxes as _boxes
+from cfmlir.engine_io import engine_options
 
 
 def margin_network(network, C, device="cpu"):
@@ -55,13 +56,10 @@ class CompiledEngine:
     name = "compiled"
 
     def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None, graph=None):
-        import torch
-
         self.certifier = certifier
         self.sparse = bool(sparse)
-        self.dtype = dtype if isinstance(dtype, torch.dtype) else {"float64": torch.float64, "float32": torch.float32}[dtype]
+        self.dtype, self.widen = engine_options(dtype, widen)
         self.device = device
-        self.widen = WIDEN[widen] if isinstance(widen, str) else widen
         self.graph = graph
 
     def bounds(self, network, lb, ub, with_layers: bool = False):

@@ -218,16 +218,13 @@ class OptimizingEngine:
 
     def __init__(self, compiled, options: OptimizeOptions, *, sparse: bool = True, dtype="float64", device="cpu",
                  widen=None, verified=None):
-        import torch
-
-        from cfmlir.engine_io import WIDEN
+        from cfmlir.engine_io import engine_options
 
         self.certifier = compiled
         self.options = options
         self.sparse = bool(sparse)
-        self.dtype = dtype if isinstance(dtype, torch.dtype) else {"float64": torch.float64, "float32": torch.float32}[dtype]
+        self.dtype, self.widen = engine_options(dtype, widen)
         self.device = device
-        self.widen = WIDEN[widen] if isinstance(widen, str) else widen
         self.verified = verified
         self.reports: list[OptimizeReport] = []
 

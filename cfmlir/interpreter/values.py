@@ -51,42 +51,39 @@ class Noise(int):
         return f"Noise({int(self)})"
 
 
-class Poly:
+class _Linear:
+    """``const + sum coeffs[k] * x_k``: the shared body of :class:`Poly` and :class:`Sym` (``VAR``: the
+    letter of their terms in ``repr``); a Poly never equals a Sym."""
+
+    __slots__ = ("const", "coeffs")
+    VAR = "x"
+
+    def __init__(self, const: float = 0.0, coeffs: dict[int, float] | None = None):
+        self.const = const
+        self.coeffs = {} if coeffs is None else coeffs
+
+    def __repr__(self) -> str:
+        terms = " + ".join(f"{c!r}*{self.VAR}{n}" for n, c in sorted(self.coeffs.items()))
+        return f"{type(self).__name__}({self.const!r}{' + ' + terms if terms else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, type(self)) and self.const == other.const and _same_terms(self.coeffs, other.coeffs)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Poly(_Linear):
     """A polyhedral expression ``const + sum coeffs[n] * n`` over neurons (global indices)."""
 
-    __slots__ = ("const", "coeffs")
-
-    def __init__(self, const: float = 0.0, coeffs: dict[int, float] | None = None):
-        self.const = const
-        self.coeffs = {} if coeffs is None else coeffs
-
-    def __repr__(self) -> str:
-        terms = " + ".join(f"{c!r}*n{n}" for n, c in sorted(self.coeffs.items()))
-        return f"Poly({self.const!r}{' + ' + terms if terms else ''})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Poly) and self.const == other.const and _same_terms(self.coeffs, other.coeffs)
-
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ()
+    VAR = "n"
 
 
-class Sym:
+class Sym(_Linear):
     """A symbolic (zonotope) expression ``const + sum coeffs[e] * e`` over noise symbols."""
 
-    __slots__ = ("const", "coeffs")
-
-    def __init__(self, const: float = 0.0, coeffs: dict[int, float] | None = None):
-        self.const = const
-        self.coeffs = {} if coeffs is None else coeffs
-
-    def __repr__(self) -> str:
-        terms = " + ".join(f"{c!r}*e{n}" for n, c in sorted(self.coeffs.items()))
-        return f"Sym({self.const!r}{' + ' + terms if terms else ''})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Sym) and self.const == other.const and _same_terms(self.coeffs, other.coeffs)
-
-    __hash__ = None  # type: ignore[assignment]
+    __slots__ = ()
+    VAR = "e"
 
     def radius(self) -> float:
         return math.fsum(abs(c) for c in self.coeffs.values())
@@ -123,26 +120,25 @@ class FuncVal:
 # ------------------------------------------------------------------------------------------------
 
 
-def to_poly(v: Any) -> Poly:
+def _to_linear(v: Any, cls: type, var: type, what: str):
+    """``v`` as a ``cls`` (:class:`Poly`/:class:`Sym`): itself, one term for a ``var`` (a neuron / noise
+    symbol), a constant for a number."""
     t = type(v)
-    if t is Poly:
+    if t is cls:
         return v
-    if t is Neuron:
-        return Poly(0.0, {int(v): 1.0})
+    if t is var:
+        return cls(0.0, {int(v): 1.0})
     if t is float or t is int:
-        return Poly(float(v), {})
-    raise TypeError(f"cannot use {v!r} as a PolyExp")
+        return cls(float(v), {})
+    raise TypeError(f"cannot use {v!r} as a {what}")
+
+
+def to_poly(v: Any) -> Poly:
+    return _to_linear(v, Poly, Neuron, "PolyExp")
 
 
 def to_sym(v: Any) -> Sym:
-    t = type(v)
-    if t is Sym:
-        return v
-    if t is Noise:
-        return Sym(0.0, {int(v): 1.0})
-    if t is float or t is int:
-        return Sym(float(v), {})
-    raise TypeError(f"cannot use {v!r} as a SymExp")
+    return _to_linear(v, Sym, Noise, "SymExp")
 
 
 def is_scalar(v: Any) -> bool:
