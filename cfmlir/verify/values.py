@@ -100,24 +100,24 @@ def is_num(v) -> bool:
     return isinstance(v, z3.ArithRef)
 
 
-def to_poly(v) -> SPoly:
-    if isinstance(v, SPoly):
+def _to_linear(v, cls: type, var: type, what: str):
+    """``v`` as a ``cls`` (:class:`SPoly`/:class:`SSym`): itself, one term for a ``var`` (a symbolic
+    neuron / noise symbol), a constant for a number."""
+    if isinstance(v, cls):
         return v
-    if isinstance(v, SNeuron):
-        return SPoly(ZERO, {v: z3.RealVal(1)})
+    if isinstance(v, var):
+        return cls(ZERO, {v: z3.RealVal(1)})
     if is_num(v):
-        return SPoly(v, {})
-    raise TypeError(f"cannot use {v!r} as a PolyExp")
+        return cls(v, {})
+    raise TypeError(f"cannot use {v!r} as a {what}")
+
+
+def to_poly(v) -> SPoly:
+    return _to_linear(v, SPoly, SNeuron, "PolyExp")
 
 
 def to_sym(v) -> SSym:
-    if isinstance(v, SSym):
-        return v
-    if isinstance(v, SNoise):
-        return SSym(ZERO, {v: z3.RealVal(1)})
-    if is_num(v):
-        return SSym(v, {})
-    raise TypeError(f"cannot use {v!r} as a SymExp")
+    return _to_linear(v, SSym, SNoise, "SymExp")
 
 
 def lin(cls, a, b, sa=1, sb=1):
