@@ -34,7 +34,8 @@ whose identity it is.  ``cftensor.if`` joins its regions' results; loops are ine
 
 The rule's returned values become one tag per shape member, an attribute ``exact`` on the rule
 (with ``"@substitutes" = "yes"`` for a rule that substitutes polyhedra: a traverse or a loop, and
-``"@fan-in" = "I R"`` for one whose sums stay within ``I`` times the layer's fan-in plus ``R``, :mod:`cfmlir.passes.fanin_analysis`):
+``"@fan-in" = "I R [T]"`` for one whose sums stay within ``I`` times the layer's fan-in plus ``R`` and
+whose ``T`` traverses never stop, :mod:`cfmlir.passes.fanin_analysis`):
 Float members ``"transparent F"`` (a transparent value of the member's own role), ``"exact F K"`` or
 ``"inexact"``; PolyExp/SymExp members ``"unit"`` (unit coefficients, constant 0), ``"exact"`` or
 ``"inexact"``.  The Python emission writes them as the module's ``EXACT`` table.

@@ -18,6 +18,9 @@ op class (:func:`transfer`), tracking a *support* per SSA value -- where its non
 * ``weight``: the layer's ``weight`` input; along its last physical dimension at most fan-in non-zeros
   per neuron (a convolution's kernel, a dense row, a gather's one entry);
 * ``unit``: one non-zero per entry (``neuron_to_poly``: a one-hot coefficient);
+* ``none``: no terms at all (the result of a ``layer_traverse`` whose stop is the constant false and
+  whose replacements are polyhedra: it substitutes every layer down to the input's box, the one
+  concretisation it makes, counted by ``T``; any other traverse fails);
 
 kept by a ``repeat`` along another dimension, a product with anything (0 times x is 0) and a
 selection between two values of one support, carried by ``dot`` (neurons . weight: a PolyExp whose
@@ -28,8 +31,9 @@ the coefficients on the last dimension).  A sum is fine when one operand of the 
 non-weight operand, or a substitution (a traverse, a loop).  Every other way to combine stored values
 is element-wise (a list reduces only by max/min: one of its entries), so a linear expression the rule
 forms over one predecessor's stored values has at most ``I * fan-in + R`` terms per neuron: ``I`` the
-inner products and sums, ``R`` the ``access`` ops (each read is one term).  A rule that does not fail gets
-``"@fan-in" = "I R"`` (:data:`cfruntime.contract.EXACT_FANIN`), added to its ``exact`` tags by
+inner products and sums, ``R`` the ``access`` ops (each read is one term), and ``T`` traverses sum
+over the input's neurons.  A rule that does not fail gets ``"@fan-in" = "I R"`` (``"I R T"`` when
+``T > 0``; :data:`cfruntime.contract.EXACT_FANIN`), added to its ``exact`` tags by
 :class:`~cfmlir.passes.exactness_analysis.ExactnessPass`.
 """
 
@@ -46,8 +50,8 @@ from cfruntime import contract
 
 @dataclass(frozen=True)
 class Support:
-    """``kind`` (``weight``/``unit``) non-zeros along physical dimension ``dim`` (None for a PolyExp:
-    its coefficients')."""
+    """``kind`` (``weight``/``unit``/``none``) non-zeros along physical dimension ``dim`` (None for a
+    PolyExp: its coefficients')."""
 
     kind: str
     dim: int | None

@@ -94,7 +94,8 @@ MODULE_EXACT = "EXACT"
 EXACT_SUBSTITUTES = "@substitutes"
 #: the ``EXACT`` key of a rule whose linear expressions over a predecessor's stored values have at
 #: most ``I * fan-in + R`` non-zero terms per neuron (``I`` inner products with the layer's weight or
-#: one-hot coefficients, ``R`` reads; no sum reduction, no substitution): value ``"I R"``.  The float32
+#: one-hot coefficients, ``R`` reads; no sum reduction, no traverse but ``T`` that never stop and end at
+#: the input's box): value ``"I R"`` or ``"I R T"``.  The float32
 #: widening then pre-charges a layer whose successors all carry it for that count instead of its own
 #: size (:mod:`cfruntime.flow.widening`, section 1; :mod:`cfmlir.passes.fanin_analysis`)
 EXACT_FANIN = "@fan-in"
