@@ -46,6 +46,7 @@ import torch
 from . import shape_ops as _sh
 from .binary import binary_sparse
 from .block_repeat import make_bcast_block
+from .clamps import clamp_number
 from .masked_grad import divide, multiply
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
@@ -196,7 +197,7 @@ def clamp(a, min=None, max=None):  # noqa: A002 - mirrors torch.clamp
             return out
         a = _unseg(a)
     if isinstance(a, torch.Tensor) and a.is_floating_point() and not isinstance(min, torch.Tensor) and not isinstance(max, torch.Tensor):
-        return torch.clamp(a, min, max)
+        return clamp_number(a, min, max)
     out = a
     if min is not None:
         out = binary(out, min, "max")

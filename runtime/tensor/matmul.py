@@ -119,7 +119,10 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
         step = max(1, _COLS_CHUNK // (ci * kh * kw * ho * wo), -(-x.shape[0] // _COLS_CHUNKS_MAX))
 
         def rows(xc):
-            cols = torch.matmul(wt, xc.reshape(-1, co, ho * wo)).reshape(-1, ci, kh, kw, ho, wo)
+            # W^T x per row as one bmm over the rows (wt broadcast): torch.matmul of the transposed 2-D wt
+            # by a 3-D x copies x twice (11x slower at [288, 8, 196] float32)
+            xc = xc.reshape(-1, co, ho * wo)
+            cols = torch.bmm(wt.expand(xc.shape[0], -1, -1), xc).reshape(-1, ci, kh, kw, ho, wo)
             return fold_patches(cols, (hi, wi), (sh, sw), (ph, pw))
 
         y = _in_chunks(rows, x, step, 0, 0)

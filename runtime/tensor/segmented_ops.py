@@ -33,6 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
+from .clamps import clamp_number, positive_part
 from .masked_grad import divide, multiply
 from .matmul import block_matmul
 from .segmented import Segmented, is_segmented, part_dense
@@ -419,12 +420,12 @@ def unary(a: Segmented, op: str):
 def clamp(a: Segmented, lo, hi):
     if a.fill or lo not in (None, 0, 0.0) or hi not in (None, 0, 0.0):
         return NotImplemented
-    return a.map_parts(lambda t: torch.clamp(t, lo, hi))
+    return a.map_parts(lambda t: clamp_number(t, lo, hi))
 
 
 # -- contractions -------------------------------------------------------------------------------------
 def _pos(p):
-    return p.clamp(min=0) if isinstance(p, torch.Tensor) else p.map_values(lambda c: c.clamp(min=0))
+    return positive_part(p) if isinstance(p, torch.Tensor) else p.map_values(positive_part)
 
 
 def _neg(p):
