@@ -1,4 +1,4 @@
-"""A clamp of a dense tensor by numbers, and the positive and negative parts of a tensor.
+"""A clamp of a dense tensor by numbers, and the positive part of a tensor.
 
 ``max(t, 0)`` is made by ``relu``: the same values (and ``NaN`` stays ``NaN``), but where autograd records
 it, relu's backward is one fused kernel (``threshold_backward``) and clamp's a comparison, a scalar
