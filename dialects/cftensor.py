@@ -659,6 +659,40 @@ class SubstituteOp(_DimSyntax, IRDLOperation):
 
 
 @irdl_op_definition
+class SubstituteScaledOp(_DimSyntax, IRDLOperation):
+    """Back-substitution through one layer whose sides are scaled: the PolyExp ``sum over dim of
+    (c+ * a) * L + (c- * b) * U`` -- what ``combine_poly(inner(add_dim(c+ * a), coeff(L)) +
+    inner(add_dim(c- * b), coeff(U)), inner(c+ * a, const(L)) + inner(c- * b, const(U)))`` computes,
+    as one op.  alpha-CROWN's optimisable slopes: ``(c >= 0) ? (c * alpha) * L : c * U`` is ``a =
+    alpha``, ``b = 1`` (a scale the rule does not have is the constant 1).  The scales multiply the
+    sign parts, never ``c`` before its sign test, so a slope of 0 still has the gradient ``c+ * L``.
+
+    ``%r = cftensor.substitute_scaled %c, %a, %b, %l, %u[2] : (!cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<R, [lay], [1] :: R, [batch, curr], [1, 1]>, !cftensor.t<const R, [1], [1]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>, !cftensor.t<P, [lay], [1] :: P, [batch, 1], [1, curr]>) -> !cftensor.t<P, [batch, curr], [1, 1]>``
+    """
+
+    name = "cftensor.substitute_scaled"
+    coeffs = operand_def(TensorType)
+    pos_scale = operand_def(TensorType)
+    neg_scale = operand_def(TensorType)
+    lower = operand_def(TensorType)
+    upper = operand_def(TensorType)
+    dim = prop_def(IntAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    def __init__(self, coeffs: SSAValue, pos_scale: SSAValue, neg_scale: SSAValue, lower: SSAValue, upper: SSAValue,
+                 dim: int, type: TensorType):
+        super().__init__(operands=[coeffs, pos_scale, neg_scale, lower, upper], properties={"dim": IntAttr(dim)},
+                         result_types=[type])
+
+    def verify_(self) -> None:
+        if meta(self.lower).top.type != "P" or meta(self.upper).top.type != "P" or meta(self.result).top.type != "P":
+            raise VerifyException("replaces summands by PolyExps and gives a PolyExp")
+        if meta(self.pos_scale).top.type != "R" or meta(self.neg_scale).top.type != "R":
+            raise VerifyException("scales the coefficients by Floats")
+
+
+@irdl_op_definition
 class MaskedReduceOp(_DimSyntax, IRDLOperation):
     """The minimum (``kind "min"``) or maximum (``kind "max"``) over dimension ``dim`` of ``values``
     taken only where ``mask_of`` is non-zero, the reduction's identity (``+inf``/``-inf``) where it is
@@ -1420,7 +1454,8 @@ CFTensor = Dialect(
         AddDimOp, RemoveDimOp, ReduceOp, RepeatOp,
         ExtractPolyCoeffOp, ExtractPolyConstOp, ExtractSymCoeffOp, ExtractSymConstOp,
         CombineToPolyOp, CombineToSymOp, NeuronToPolyOp, ConstToPolyOp, NoiseToSymOp, ConstToSymOp,
-        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, ParamOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, MaskedReduceOp,
+        MapCoeffOp, MapNeuronOp, MapNoiseOp, DotOp, AccessOp, ParamOp, MergeTopOp, AnyOp, SplitInnerOp, IntervalInnerOp, SubstituteOp, SubstituteScaledOp,
+        MaskedReduceOp,
         RuleOp, ParamDomainOp, ReturnOp, WhileOp, IfOp, LayerTraverseOp, FlowOp,
     ],
     [TensorType, ElementAttr, SizeAttr],

@@ -167,6 +167,12 @@ def _(op: ct.SubstituteOp, out: _Out) -> None:
 
 
 @emit_op.register
+def _(op: ct.SubstituteScaledOp, out: _Out) -> None:
+    c, a, b, lo, hi = out.args(op)
+    out.assign(op, f"rt.substitute_scaled({c}, {a}, {b}, {lo}, {hi}, {op.dim.data})")
+
+
+@emit_op.register
 def _(op: ct.MaskedReduceOp, out: _Out) -> None:
     c, p = out.args(op)
     out.assign(op, f"rt.masked_reduce({c}, {p}, {op.dim.data}, {op.kind.data!r})")

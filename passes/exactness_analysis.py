@@ -60,7 +60,7 @@ from cfruntime import contract
 EXACT_ATTR = "exact"
 #: the tag key of a rule that substitutes polyhedra (the compiler-runtime contract's)
 SUBSTITUTES = contract.EXACT_SUBSTITUTES
-SUBSTITUTING_OPS = (ct.LayerTraverseOp, ct.WhileOp, ct.SubstituteOp)
+SUBSTITUTING_OPS = (ct.LayerTraverseOp, ct.WhileOp, ct.SubstituteOp, ct.SubstituteScaledOp)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def _substitutes(op: Operation, st: State) -> None:
     st.ok = False
 
 
-for _cls in (ct.WhileOp, ct.SubstituteOp):
+for _cls in (ct.WhileOp, ct.SubstituteOp, ct.SubstituteScaledOp):
     transfer.register(_cls)(_substitutes)
 
 

@@ -22,7 +22,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from cfmlir.passes.exactness_analysis import ExactnessPass
 from cfmlir.passes.loop_invariant_code_motion import LoopInvariantCodeMotion
 from cfmlir.passes.rewrite_broadcast_hoist import HoistBroadcast
-from cfmlir.passes.rewrite_clamp import ClampRewrite, ExtremumClamp
+from cfmlir.passes.rewrite_clamp import ClampRewrite, ExtremumClamp, ScaledClamp
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
 from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
@@ -33,7 +33,7 @@ from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
 from cfmlir.passes.rewrite_nonzero_mask import NonzeroAny, NonzeroMask
 from cfmlir.passes.rewrite_reduce_distribute import DistributeReduce
 from cfmlir.passes.rewrite_split_inner import SplitInner
-from cfmlir.passes.rewrite_substitute import Substitute
+from cfmlir.passes.rewrite_substitute import ScaledSubstitute, Substitute
 from cfmlir.passes.rewrite_ternary_to_arith import TernaryToArith
 from cfmlir.passes.shape_analysis import ShapeAnalysisPass
 from cfmlir.passes.uniform_branch import UniformBranchPass
@@ -67,7 +67,7 @@ class ClampRewritePass(RewritePass):
     """A value masked by its own sign, or max/min with a constant, is a clamp (:mod:`.rewrite_clamp`)."""
 
     name = "clamp-rewrite"
-    PATTERNS = (ClampRewrite, ExtremumClamp, HoistBroadcast)
+    PATTERNS = (ClampRewrite, ExtremumClamp, ScaledClamp, HoistBroadcast)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class SubstitutePass(RewritePass):
     """Replacing a layer's summands by their PolyExps is one op (:mod:`.rewrite_substitute`)."""
 
     name = "substitute"
-    PATTERNS = (Substitute,)
+    PATTERNS = (Substitute, ScaledSubstitute)
 
 
 @dataclass(frozen=True)
@@ -147,9 +147,9 @@ class DomainRewritesPass(RewritePass):
     """All domain rewrites together, to a fixpoint."""
 
     name = "domain-rewrites"
-    PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, ExtremumClamp, AssociateProducts,
+    PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, ExtremumClamp, ScaledClamp, AssociateProducts,
                 DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce,
-                IntervalInner, Substitute)
+                IntervalInner, Substitute, ScaledSubstitute)
 
 
 #: Every pass the compiler and ``cf-opt`` know (``cf-opt`` derives its ``-p`` names and its

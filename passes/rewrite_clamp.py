@@ -4,8 +4,11 @@
     # mult(le(x, 0), x) -> clamp(x, max=0)        (also lt, not(ge(x, 0)), not(gt(x, 0)))
     # binary(max, x, c) -> clamp(x, min=c)        (c a finite compile-time constant; either order)
     # binary(min, x, c) -> clamp(x, max=c)
+    # mult(ge(x, 0), mult(x, a)) -> mult(clamp(x, min=0), a)   (a finite; also le/lt/not, either order)
 
-(One op on the tensor instead of a comparison with a number the runtime would make a tensor of.)
+(One op on the tensor instead of a comparison with a number the runtime would make a tensor of.  The
+last form is a scaled side of a sign split -- alpha-CROWN's ``(c >= 0) ? (c * alpha) * L : c * U`` --
+which :mod:`.rewrite_substitute` then fuses into one substitution.)
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from cfmlir.dialects import cftensor as ct
-from cfmlir.passes.rewrite_utils import const_value
+from cfmlir.passes.rewrite_utils import const_value, may_divide_or_be_infinite
 
 
 def _sign_test(mask: SSAValue) -> tuple[SSAValue, str] | None:
@@ -60,3 +63,23 @@ class ExtremumClamp(RewritePattern):
             lo, hi = (float(value), None) if kind == "max" else (None, float(value))
             rewriter.replace(op, [ct.ClampOp(x, min=lo, max=hi)])
             return
+
+
+class ScaledClamp(RewritePattern):
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ct.MultOp, rewriter: PatternRewriter) -> None:
+        # [x >= 0] * (x * a) == clamp(x, min=0) * a: where x < 0 both are 0, as long as a is finite
+        # (``0 * inf`` is NaN: a may not be computed by a division, exp/log or an infinite constant)
+        for mask, prod in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            found, p = _sign_test(mask), prod.owner
+            if found is None or not isinstance(p, ct.MultOp):
+                continue
+            x, kind = found
+            for xs, a in ((p.lhs, p.rhs), (p.rhs, p.lhs)):
+                # clamp(x) has x's type, so the new product has x * a's: the mask must not broadcast it
+                if xs is not x or p.result.type != op.result.type or may_divide_or_be_infinite(a):
+                    continue
+                lo, hi = (0.0, None) if kind == "min" else (None, 0.0)
+                clamp = ct.ClampOp(x, min=lo, max=hi)
+                rewriter.replace(op, [clamp, ct.MultOp(clamp.result, a)])
+                return

@@ -122,6 +122,12 @@ class Block:
         """Apply an elementwise function to the stored values (same kind)."""
         raise NotImplementedError
 
+    def times_dense(self, t: torch.Tensor):
+        """``self * t`` entry by entry for a finite tensor ``t`` of the extent's last two dimensions
+        (leading ones broadcast), where a hole times anything is a hole (0): this dense product, or a
+        block of this kind where it keeps the holes (patches)."""
+        return self.to_dense(0) * t
+
     def to(self, dtype: torch.dtype) -> "Block":
         if dtype == self.dtype:
             return self

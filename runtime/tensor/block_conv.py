@@ -82,6 +82,9 @@ class ConvBlock(DenseFallbackBlock):
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_weight(fn(self.weight))
 
+    def times_dense(self, t: torch.Tensor):
+        return self.as_patches().times_dense(t)
+
     def structure(self) -> tuple:
         return (self.weight, self.in_hw, self.stride, self.padding, self.lead)
 

@@ -93,6 +93,16 @@ class PatchesBlock(DenseFallbackBlock):
     def map_values(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Block:
         return self.with_core(fn(self.core))
 
+    def times_dense(self, t: torch.Tensor):
+        """``self * t`` as patches: every kernel entry times ``t`` at the entry it maps to (one gather
+        of ``t``, no dense matrix); a ``t`` of another extent is the dense product."""
+        if tuple(t.shape[-2:]) != self.shape[-2:]:
+            return super().times_dense(t)
+        flat = _scatter_index(self.out_chw, self.in_chw, self.k_hw, self.stride, self.padding, self.device)[0]
+        lead = tuple(t.shape[:-2])
+        vals = t.reshape(lead + (-1,)).index_select(-1, flat)  # padding entries read a clamped one: unmapped
+        return self.with_core(self.core * vals.view(lead + self.core.shape[-6:]))
+
     def structure(self) -> tuple:
         return (self.core, self.in_hw, self.stride, self.padding)
 

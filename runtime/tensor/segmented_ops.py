@@ -727,16 +727,23 @@ def _abs_of(p):
     return _memo(p, "abs", lambda: _abs(p)) if _is_constant(p) else _abs(p)
 
 
-def substitute(c, lower, upper, lc, lk, uc, uk):
+def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
     """Back-substitution through one layer in matrix layout: ``c [*, m, k]`` (a tensor, or a
     one-segment segmented tensor whose part is a block) against the layer's polyhedra, coefficients
     ``lc``/``uc`` ``[*, 1, k, W]`` segmented along ``W`` and constants ``lk``/``uk`` ``[*, 1, k]``:
     ``(sum_k c+ lc + c- uc, sum_k c+ lk + c- uk)``, splitting ``c`` by sign once for both.  ``lower is
-    upper`` (one polyhedron) needs no split.  NotImplemented for other layouts."""
+    upper`` (one polyhedron) needs no split.  ``scales = (a, b)`` (numbers or ``[*, m, k]`` tensors)
+    multiply the parts after the split, ``c+ a`` and ``c- b`` (alpha-CROWN's slopes).  NotImplemented
+    for other layouts."""
     r = len(c.shape)
     xm = None if is_segmented(c) and c.fill else _sole_block(c, r - 1)
     if xm is None:
         return NotImplemented
+    sp, sn = (1.0, 1.0) if scales is None else scales
+    for v in (sp, sn):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) or isinstance(v, torch.Tensor) and v.dim() == r):
+            return NotImplemented
+    scaled = not (_is_one(sp) and _is_one(sn))
     for v in (lc, uc):
         if not is_segmented(v) or v.fill or v.ndim != r + 1 or v.sdim != r or v.shape[r - 2] != 1:
             return NotImplemented
@@ -744,17 +751,17 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
         if isinstance(v, bool) or not (isinstance(v, (int, float)) or isinstance(v, torch.Tensor) and v.dim() == r
                                        and v.shape[r - 2] == 1):
             return NotImplemented
-    same = lower is upper or (lc is uc and lk is uk)
-    plus = {}  # c+ and c-, made at most once
+    same = not scaled and (lower is upper or (lc is uc and lk is uk))
+    plus = {}  # c+ and c- (times their scales), made at most once
 
     def pos():
         if "p" not in plus:
-            plus["p"] = _pos(xm)
+            plus["p"] = _scaled(_pos(xm), sp)
         return plus["p"]
 
     def neg():
         if "n" not in plus:
-            plus["n"] = _neg(xm)
+            plus["n"] = _scaled(_neg(xm), sn)
         return plus["n"]
 
     lparts, uparts = lc.without_unit_dim(r - 2), uc.without_unit_dim(r - 2)
@@ -762,6 +769,8 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
 
     def constant():
         scalar = not isinstance(lk, torch.Tensor) or not isinstance(uk, torch.Tensor)
+        if scaled:  # the forms below read c itself
+            return _sum_terms(_dot_number(pos, lk), _dot_number(neg, uk), xm)
         if same or lk is uk:
             return _sum_terms(_dot_number(xm, lk), None, xm)
         if isinstance(xm, torch.Tensor) and "p" in plus and "n" not in plus and isinstance(uk, torch.Tensor):
@@ -775,7 +784,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
             return _contract_last(xm, lk, uk)  # centre/radius (a block's: unless its clamps are made)
         return _dot_last(pos(), lk) + _dot_last(neg(), uk)
 
-    one_diagonal = _one_big_diagonal(xm, lparts, uparts, keys) if not same else None
+    one_diagonal = _one_big_diagonal(xm, lparts, uparts, keys) if not (same or scaled) else None
     if one_diagonal is not None:
         # a ReLU-like layer (one diagonal part), big x: the constant first, then x+ becomes the
         # coefficient term in place, x+ (p - n) + x n: one temporary the size of x, not three
@@ -795,7 +804,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
             p, n = lparts.get(s), uparts.get(s)
             if same or p is n:
                 term = None if p is None else _mm(xm, p)
-            elif isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
+            elif not scaled and isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
                 dp, dn = _row(p.core), _row(n.core)  # x+ diag(p) + x- diag(n), column by column
                 if xm.numel() <= SMALL_PRODUCT:
                     term = xm * torch.where(xm >= 0, dp, dn)
@@ -813,11 +822,24 @@ def substitute(c, lower, upper, lc, lk, uc, uk):
             if term is not None:
                 parts[s] = term
         const = constant()
-    lead = _bshape(tuple(c.shape[:r - 2]), tuple(lc.shape[:r - 2]))
+    lead = _bshape(tuple(c.shape[:r - 2]), tuple(lc.shape[:r - 2]),
+                   *(tuple(v.shape[:r - 2]) for v in (sp, sn) if isinstance(v, torch.Tensor)))
     shape = lead + (c.shape[r - 2], lc.shape[-1])
     out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
     coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
     return coeff, const
+
+
+def _is_one(v) -> bool:
+    return not isinstance(v, torch.Tensor) and v == 1
+
+
+def _scaled(p, s):
+    """A sign part ``p`` (a tensor or a block) times a scale: a number, or a tensor of ``p``'s shape
+    (a convolution's part stays patches: the scale is read at its kernels' entries only)."""
+    if not isinstance(s, torch.Tensor):
+        return p if s == 1 else p * s if isinstance(p, torch.Tensor) else p.map_values(lambda v: v * s)
+    return p * s if isinstance(p, torch.Tensor) else p.times_dense(s)
 
 
 def _diagonal_constant(xm, xp, lk, uk):

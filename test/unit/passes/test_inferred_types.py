@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[3]
 #: ops that declare their type rather than infer it: a rule input (like a function argument), a
 #: uniform branch (its results are the join of its regions'), and the fused ops only the rewrites
 #: build, from the type of the op they replace
-DECLARED = {ct.InputOp, ct.IfOp, ct.InnerOp, ct.SplitInnerOp, ct.IntervalInnerOp, ct.SubstituteOp, ct.MaskedReduceOp}
+DECLARED = {ct.InputOp, ct.IfOp, ct.InnerOp, ct.SplitInnerOp, ct.IntervalInnerOp, ct.SubstituteOp,
+            ct.SubstituteScaledOp, ct.MaskedReduceOp}
 
 
 @pytest.mark.parametrize("op", [o for o in ct.CFTensor.operations if hasattr(o, "inferred_type")], ids=lambda o: o.name)

@@ -115,3 +115,63 @@ def test_extremum_clamp_preserves_bounds_with_random_parameters(net_kind):
         assert ps.raw
         torch.testing.assert_close(r2.lower, r1.lower, rtol=1e-9, atol=1e-9)
         torch.testing.assert_close(r2.upper, r1.upper, rtol=1e-9, atol=1e-9)
+
+
+#: alpha-DeepPoly up to the substitution: its scaled sides are made (clamp-rewrite's ScaledClamp), not fused
+_ALPHA_SIDES = BASE + ("ternary-to-arith", "matmul-rewrite", "clamp-rewrite", "matmul-rewrite", "cse", "split-inner",
+                       "fold-parts", "cse")
+
+
+def _random_slopes(seed: int):
+    from cfruntime.flow.param_store import ParamStore
+
+    g = torch.Generator().manual_seed(seed)
+    return ParamStore(fill=lambda lo, hi, init: lo + (hi - lo) * torch.rand(lo.shape, generator=g, dtype=lo.dtype),
+                      requires_grad=True)
+
+
+@pytest.mark.parametrize("net_kind", ["mlp", "conv"])
+def test_scaled_substitute_preserves_bounds_and_gradients(net_kind):
+    """``combine_poly(inner(add_dim(c+ a), coeff(L)) + inner(add_dim(c- b), coeff(U)), ...) ->
+    substitute_scaled(c, a, b, L, U)`` (substitute): alpha-DeepPoly's scaled back-substitution step as
+    one op.  Same bounds with the slopes at random values in their domains, and the same gradients of
+    the bounds with respect to every slope (the scale multiplies the sign part, as before)."""
+    net, (lb, ub) = network(net_kind)
+    m_without, c_without = compiled("alpha_deeppoly", _ALPHA_SIDES)
+    m_with, c_with = compiled("alpha_deeppoly", _ALPHA_SIDES + ("substitute",))
+    scaled = ops_of(ct.SubstituteScaledOp)
+    assert scaled(m_without) == 0 and scaled(m_with) == 4  # lower and upper, in the Affine and Neuron_add rules
+    for rep in ("dense", "gbscr", "planned"):
+        grads = []
+        for c in (c_without, c_with):
+            ps = _random_slopes(5)
+            r = run_certifier(c, net, lb, ub, representation=rep, params=ps)
+            keys = sorted(ps.raw)
+            assert keys
+            g = torch.autograd.grad(r.lower.sum() - 0.5 * r.upper.sum(), [ps.raw[k] for k in keys], allow_unused=True)
+            grads.append((r, keys, g))
+        (r1, k1, g1), (r2, k2, g2) = grads
+        torch.testing.assert_close(r2.lower, r1.lower, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(r2.upper, r1.upper, rtol=1e-9, atol=1e-9)
+        assert k1 == k2
+        for a, b in zip(g1, g2):
+            assert (a is None) == (b is None)
+            if a is not None:
+                torch.testing.assert_close(b, a, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("net_kind", ["mlp", "conv"])
+def test_scaled_clamp_preserves_bounds(net_kind):
+    """``mult(ge(x, 0), mult(x, a)) -> mult(clamp(x, min=0), a)`` (clamp-rewrite's ScaledClamp; also the
+    ``not(ge)`` side): alpha-DeepPoly's sides are products of a clamp; same bounds with random slopes."""
+    net, (lb, ub) = network(net_kind)
+    before = BASE + ("ternary-to-arith",)
+    m_without, c_without = compiled("alpha_deeppoly", before)
+    m_with, c_with = compiled("alpha_deeppoly", before + ("clamp-rewrite",))
+    clamp_times = ops_of(ct.MultOp, lambda op: any(isinstance(v.owner, ct.ClampOp) for v in op.operands))
+    assert clamp_times(m_without) == 0 and clamp_times(m_with) >= 4
+    for rep in ("dense", "gbscr", "planned"):
+        r1 = run_certifier(c_without, net, lb, ub, representation=rep, params=_random_slopes(6))
+        r2 = run_certifier(c_with, net, lb, ub, representation=rep, params=_random_slopes(6))
+        torch.testing.assert_close(r2.lower, r1.lower, rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(r2.upper, r1.upper, rtol=1e-9, atol=1e-9)

@@ -255,3 +255,19 @@ def test_deeppoly_conv_chain_matches_dense():
     # also bound @ bound (composition: conv @ diag -> patches, patches @ conv)
     assert_matches(T.inner(bound, bound), bd @ bd)
     assert_matches(T.inner(T.inner(bound, bound), bound), bd @ bd @ bd)
+
+
+@pytest.mark.parametrize("s,p,ci,co,k", GEOMS)
+@pytest.mark.parametrize("lead", [(), (2,)])
+def test_conv_times_dense_stays_patches(s, p, ci, co, k, lead, no_conv_unroll):
+    """``conv * t`` entry by entry (alpha-CROWN's slopes scaling a convolution's coefficients): a
+    patches block equal to the unrolled matrix times ``t``, holes (and the padding) still 0, with a
+    ``t`` of leading dims the block broadcasts over."""
+    g, w, blk, M = _setup(s, p, ci, co, k, torch.float64)
+    t = torch.randn(*lead, *M.shape, generator=g, dtype=torch.float64)
+    out = blk.times_dense(t)
+    assert isinstance(out, PatchesBlock)
+    torch.testing.assert_close(out.to_dense(0), M * t, rtol=0, atol=0)
+    column = torch.randn(M.shape[0], 1, generator=g, dtype=torch.float64)  # broadcast along the columns
+    dense = blk.as_patches().times_dense(column)  # the general (dense) product
+    torch.testing.assert_close(dense, M * column, rtol=0, atol=0)
