@@ -159,6 +159,7 @@ from cfruntime.flow import parameters, widening_plan
 from cfruntime.flow.values import Affine
 from cfruntime.tensor import ConvBlock, DiagonalBlock, PatchesBlock, Segmented
 from cfruntime.tensor.segmented_ops import _abs_of, _dot_last
+from cfruntime.tensor.shape_ops import broadcast_shape
 
 #: dtypes whose runs are widened (float64 runs are left exactly as they are)
 WIDENED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -529,7 +530,7 @@ def _lincomb(terms):
     c0, v0 = tensors[0]
     acc = v0 * c0  # a new tensor: the adds below may work in place
     for c, v in tensors[1:]:
-        if torch.broadcast_shapes(acc.shape, v.shape) == acc.shape:
+        if broadcast_shape(acc.shape, v.shape) == tuple(acc.shape):  # (torch.broadcast_shapes: ~0.1 ms a call)
             acc.add_(v, alpha=c)
         else:
             acc = torch.add(acc, v, alpha=c)
@@ -630,23 +631,56 @@ def concretisation_terms(cert, network) -> list[int] | None:
     return terms
 
 
-class Widening:
-    """The widening of one run: per layer, the magnitudes of the stored bounds and expressions."""
+#: at most this many network structures per certifier keep their :class:`_Structure` (then all are dropped)
+STRUCTURES_KEPT = 32
 
-    def __init__(self, cert, network, rep, batch: int, bias_errors: dict | None = None):
+
+def _signature(network) -> tuple:
+    """What :class:`_Structure` reads from a network: per layer its kind, size, offset, predecessors
+    and fan-in (the index is the position, :class:`~cfruntime.network.graph.Network` checks it)."""
+    return tuple((l.kind, l.size, l.offset, tuple(l.preds), fan_in(l)) for l in network.layers)
+
+
+def _structure(cert, network, rep) -> "_Structure":
+    """The :class:`_Structure` of ``cert`` on ``network`` in ``rep``'s dtype and kind: made once per
+    network structure and kept on the certifier (whose tables are fixed once compiled; one that is
+    given new ones -- ``noise``, ``flow``, ``exact`` -- gets a new entry), so that the runs of one
+    certifier on the networks of one structure (every batch's margin network and its centred copy)
+    share it; never a network's tensors (it holds numbers and names only)."""
+    cache = cert.__dict__.setdefault("_cf_widening", {})
+    tables = (cert.noise, cert.flow, cert.exact)
+    key = (rep.dtype, rep.planned, cert.layer_granular, tuple(map(id, tables)), _signature(network))
+    hit = cache.get(key)
+    if hit is None:
+        made = _Structure(cert, network, rep)
+        if len(cache) >= STRUCTURES_KEPT:
+            cache.clear()
+        hit = cache[key] = (made, tables)  # (the tables kept: their ids stay theirs while the entry lives)
+    return hit[0]
+
+
+class _Structure:
+    """What the widening of one certifier reads from the network's structure alone (its layers' kinds,
+    sizes, offsets, predecessors and fan-ins: :func:`_signature`) and the dtype: counts, rounding
+    factors, the pairs of members and the :class:`~cfruntime.flow.widening_plan.Plan`.  Made once per
+    certifier and structure (:func:`_structure`) and shared, read only, by every :class:`Widening` of
+    such a network; its memo of ``gamma`` (a pure function) fills as the runs ask."""
+
+    def __init__(self, cert, network, rep) -> None:
         uncovered = next((l for l in network.layers if l.kind not in COVERED_KINDS), None)
         if uncovered is not None:
             raise WideningError(f"the {rep.dtype} widening has no rounding argument for layer kind '{uncovered.kind}' "
                                 f"(layer {uncovered.index}): run in float64 (--dtype float64), or unwidened "
                                 f"(--widen off, bounds not rigorous under rounding)")
-        self.cert, self.network, self.rep, self.batch = cert, network, rep, batch
-        self.dtype, self.device = rep.dtype, rep.device
         self.u = u = unit_roundoff(rep.dtype)
-        self.bias_errors = bias_errors or {}
+        self._gammas: dict[float, float] = {}
         layers = network.layers
-        sizes = [l.size for l in layers]
+        self.sizes = sizes = [l.size for l in layers]
         self.S = len(layers)
         self.total = sum(sizes)
+        # terms of a constant's sum in a substitution through each layer (a per-neuron traverse
+        # substitutes over all neurons)
+        self.sum_lens = sizes if cert.layer_granular else [self.total] * len(layers)
         self.chain = all(l.preds == [l.index - 1] for l in layers[1:])
         fresh = [noise * l.size for l in layers[1:] for noise in [cert.noise.get(contract.OPERATOR_OF_KIND.get(l.kind), 0)]]
         self.sym_total = sizes[0] + sum(fresh)
@@ -672,34 +706,52 @@ class Widening:
         self.rho_post = gamma(POST_OPS, u)
         self.rho_c = gamma(CONSTRUCTION_OPS, u)
         self.eta = torch.finfo(rep.dtype).tiny * 2.0 ** 26
-        self.mag_z: dict[int, torch.Tensor] = {}  # layer -> Mag(Z) (slack included)
-        self.slack: dict[int, torch.Tensor] = {}  # layer -> zonotope slack not absorbed
         # with zonotopes, every layer's m_k lives in one [B, N] buffer (the general path, section 3);
         # without, per layer (:class:`~cfruntime.flow.widening_plan.Plan`: exact values, shared tensors)
         self.plan = None if self.zono else widening_plan.Plan(cert, network, self.rho_pre)
-        self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device) if self.plan is None else None
-        self.mags: dict[int, torch.Tensor] = _Mags()  # layer -> m_k [B, n] (fast path)
-        self.pending: dict[int, tuple] = {}  # affine layer -> (omega, L, U) left to its successors' polyhedra
-        self.fixups: list[tuple[int, str, object]] = []  # (layer, member, value) the engine stores again
-        self._bases: dict[int, torch.Tensor] = {}  # centred layer -> its widening's bias terms (this run)
-        self._m_views: dict[int, torch.Tensor] = {}
-        self.within_pred: set[int] = set()  # layers whose m_k is at most their predecessor's
+        # the factor of every term of a layer's inexact Float widening (section 7)
+        self.float_cs = None if self.plan is None else [
+            self.safety / ((1 - self.plan.rho[k]) * (1 - 4 * self.rho_post)) for k in range(self.S)]
 
     # -- counts ---------------------------------------------------------------------------------------
     def _g(self, n: float) -> float:
-        return gamma(n, self.u)
+        g = self._gammas.get(n)
+        if g is None:
+            g = self._gammas[n] = gamma(n, self.u)
+        return g
 
     def rho_pre(self, k: int) -> float:
         if self.sum_terms is not None:
             n = self.sum_terms[k]
         else:
-            n = self.network.layers[k].size if self.chain else self.total
+            n = self.sizes[k] if self.chain else self.total
         return self._g(n + self.S + 8)
+
+
+class Widening(_Structure):
+    """The widening of one run: per layer, the magnitudes of the stored bounds and expressions (the
+    counts and factors of its certifier on this network's structure, :class:`_Structure`, made once)."""
+
+    def __init__(self, cert, network, rep, batch: int, bias_errors: dict | None = None):
+        # the structure's fields (not its __init__: made once, :func:`_structure`), then this run's own
+        self.__dict__.update(_structure(cert, network, rep).__dict__)
+        self.cert, self.network, self.rep, self.batch = cert, network, rep, batch
+        self.dtype, self.device = rep.dtype, rep.device
+        self.bias_errors = bias_errors or {}
+        self.mag_z: dict[int, torch.Tensor] = {}  # layer -> Mag(Z) (slack included)
+        self.slack: dict[int, torch.Tensor] = {}  # layer -> zonotope slack not absorbed
+        self.m = torch.zeros(batch, self.total, dtype=self.dtype, device=self.device) if self.plan is None else None
+        self.mags: dict[int, torch.Tensor] = _Mags()  # layer -> m_k [B, n] (fast path)
+        self.pending: dict[int, tuple] = {}  # affine layer -> (omega, L, U) left to its successors' polyhedra
+        self.fixups: list[tuple[int, str, object]] = []  # (layer, member, value) the engine stores again
+        self._bases: dict[int, torch.Tensor | None] = {}  # affine layer -> its widening's bias terms (this run)
+        self._m_views: dict[int, torch.Tensor] = {}
+        self.within_pred: set[int] = set()  # layers whose m_k is at most their predecessor's
 
     def _sum_len(self, k: int) -> int:
         """Terms of a constant's sum in a substitution through layer ``k`` (a per-neuron traverse
         substitutes over all neurons)."""
-        return self.network.layers[k].size if self.cert.layer_granular else self.total
+        return self.sum_lens[k]
 
     def _col(self, p) -> int:
         return col_count(p) if (p is not None and self.cert.layer_granular) else self.total
@@ -840,9 +892,9 @@ class Widening:
         # bounds max(|lo|, |hi|) up to the rule's own error (section 7), hence the factor 1/(1 - 4 rho_post)
         mt = torch.maximum(-lo, hi)
         c = self._float_c(k)
-        a = c * (self.eta + (self.rho_post + self.rho_c) * _absolute_error(layer))
         base = self._affine_base(layer) if layer.kind == "affine" else None
         if base is None:
+            a = c * (self.eta + (self.rho_post + self.rho_c) * _absolute_error(layer))
             terms = [(c * (rho + self.rho_post), mt), (1.0, a)]
             terms += [(c * f2, v) for f2, v in (self._weight_terms(layer) if k > 0 else [])]
             w = self._full(_lincomb(terms))
@@ -856,7 +908,7 @@ class Widening:
 
     def _float_c(self, k: int) -> float:
         """The factor of every term of layer ``k``'s inexact Float widening (section 7)."""
-        return self.safety / ((1 - self.plan.rho[k]) * (1 - 4 * self.rho_post))
+        return self.float_cs[k]
 
     def _affine_base(self, layer):
         """Every term of an affine layer's widening that no magnitude of this run scales, as one
@@ -864,19 +916,26 @@ class Widening:
         the bias, a traverse's constants, a substitution's constant sum), for a centred bias (section
         0) also its cast and float64 errors -- one tensor for the Float bounds and the polyhedra
         (``c``: :meth:`_float_c`, at least ``safety``).  None when the terms are more (weights that
-        do not survive the cast, a batch's own margin layer)."""
+        do not survive the cast, a batch's own margin layer).  Made once per layer and run (the Float
+        bounds and the polyhedra both read it)."""
+        k = layer.index
+        if k in self._bases:
+            return self._bases[k]
+        base = self._bases[k] = self._make_affine_base(layer)
+        return base
+
+    def _make_affine_base(self, layer):
+        """:meth:`_affine_base`, made."""
         k = layer.index
         c = self._float_c(k)
         gsum = self._g(self.S + 2) + self._g(self._sum_len(k) + self.S + 4) if self.substitutes else 0.0
         if k in self.bias_errors:
             if _weight_source(layer).device.type != "cpu" or not _exact_in(_weight_source(layer), self.dtype):
                 return None
-            hit = self._bases.get(k)
-            if hit is None:  # computed in float64, rounded up by the 1 / (1 - u) (the cast's rounding)
-                f = c / (1 - self.u)
-                t = layer.bias.abs().mul_(f * (gsum + self._g(2))).add_(self.bias_errors[k], alpha=f * (1 + 4 * self.u))
-                hit = self._bases[k] = t.add_(f * self.eta).to(self.dtype)
-            return hit
+            # computed in float64, rounded up by the 1 / (1 - u) (the cast's rounding)
+            f = c / (1 - self.u)
+            t = layer.bias.abs().mul_(f * (gsum + self._g(2))).add_(self.bias_errors[k], alpha=f * (1 + 4 * self.u))
+            return t.add_(f * self.eta).to(self.dtype)
         if layer.batched or not exact_parameters(layer, self.dtype):
             return None
         b = parameters.bias(layer, self.rep)
@@ -915,7 +974,6 @@ class Widening:
         |b| + sum_p gamma(col_p + S + 4) |W_p| . m_pred + eta + extra)``, ``[B, n]`` (one ``addmm``
         for a dense layer with the network's own parameters)."""
         S = self.S
-        gn = self._g(self._sum_len(layer.index) + S + 4)
         w = parameters.weight(layer, self.rep)
         pieces = _pieces(L.coeff) if L.const is parameters.bias(layer, self.rep) else None
         p = layer.preds[0]
@@ -927,6 +985,7 @@ class Widening:
                 wt = _memo_t_abs(part)
                 g = self._g(self._col(part) + S + 4)
                 return torch.addmm(base, self._full(self._m(p)), wt, alpha=self.safety * g)
+        gn = self._g(self._sum_len(layer.index) + S + 4)
         terms = [(gn, _abs_const(L.const)), (1.0, self.eta)] + list(extra())
         if L.coeff is not None:
             terms += self._dots(L.coeff, lambda p: self._g(self._col(p) + S + 4))
