@@ -1,4 +1,4 @@
-"""clamps.clamp_number: torch.clamp's values (relu for max(t, 0)), and a gradient torch's autograd gives."""
+"""clamps.clamp_number: torch.clamp's values and gradients (relu's kernels for max(t, 0), clamp's gradient at 0)."""
 
 import math
 
@@ -21,14 +21,38 @@ def test_values_equal_torch_clamp(lo, hi):
     assert torch.equal(want.nan_to_num(), got.nan_to_num())
 
 
-def test_max_zero_is_one_relu_node():
-    """max(t, 0) is recorded as ReluBackward (one fused backward), its gradient 1 above 0, 0 below."""
-    t = torch.tensor([-2.0, -0.5, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+def test_max_zero_has_clamps_gradient_in_one_kernel():
+    """max(t, 0): clamp's gradient -- 1 at and above 0 (also -0.0), 0 below, 0 at NaN -- from one
+    backward kernel (threshold_backward, not clamp's comparison, scalar tensor and select)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    vals = [-2.0, -0.5, -0.0, 0.0, 1e-300, 0.5, 3.0, math.nan]
+    t = torch.tensor(vals, dtype=torch.float64, requires_grad=True)
+    ref = t.detach().clone().requires_grad_(True)
     out = clamp_number(t, 0, None)
-    assert type(out.grad_fn).__name__ == "ReluBackward0"
-    out.sum().backward()
-    assert t.grad.tolist() == [0.0, 0.0, 1.0, 1.0]
-    assert torch.equal(positive_part(t.detach()), t.detach().clamp(min=0))
+    assert torch.equal(out.detach().nan_to_num(), ref.detach().clamp(min=0).nan_to_num())
+    seen = []
+
+    class Ops(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Ops():
+        (g,) = torch.autograd.grad(out.sum(), t)
+    (want,) = torch.autograd.grad(ref.clamp(min=0).sum(), ref)
+    assert g.tolist()[:7] == want.tolist()[:7] == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert "threshold_backward" in seen and "where" not in seen
+    assert torch.equal(positive_part(t.detach()).nan_to_num(), t.detach().clamp(min=0).nan_to_num())
+
+
+def test_max_zero_gradient_at_zero_reaches_a_slope():
+    """A coefficient that is exactly 0 (a row a slope of 0 cut) still passes a gradient to that slope
+    through its positive part: d/da max(a * c, 0) at a = 0 is c for c > 0 (relu's gradient gave 0)."""
+    a = torch.zeros(3, dtype=torch.float64, requires_grad=True)
+    c = torch.tensor([2.0, 0.5, 1.0], dtype=torch.float64)
+    (g,) = torch.autograd.grad(clamp_number(a * c, 0, None).sum(), a)
+    assert g.tolist() == [2.0, 0.5, 1.0]
 
 
 def test_other_bounds_stay_clamp():
