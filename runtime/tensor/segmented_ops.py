@@ -802,7 +802,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
         parts = {}
         for s in keys:
             p, n = lparts.get(s), uparts.get(s)
-            if same or p is n:
+            if same or (p is n and not scaled):  # scaled sides of one polyhedron still differ
                 term = None if p is None else _mm(xm, p)
             elif not scaled and isinstance(xm, torch.Tensor) and _is_row_diag(p) and _is_row_diag(n):
                 dp, dn = _row(p.core), _row(n.core)  # x+ diag(p) + x- diag(n), column by column

@@ -211,6 +211,35 @@ def test_substitution_step_equals_its_definition(seed):
         close(got.const, want_const)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_scaled_substitution_step_equals_its_definition(seed):
+    """``rt.substitute_scaled(c, a, b, L, U)`` equals ``(c+ a) L + (c- b) U`` part by part, scales
+    tensors or numbers -- also where ``L`` is ``U`` (one polyhedron: scaled sides still differ, no
+    ``c . L`` shortcut)."""
+    from cfruntime.flow.values import Affine
+
+    g = torch.Generator().manual_seed(100 + seed)
+    kinds = [["dense", "diag", "absent", "bcast"][int(torch.randint(0, 4, (), generator=g))] for _ in SEGMENTS]
+    L, U = random_seg(g, kinds=kinds), random_seg(g, kinds=kinds)
+    c = torch.randn(2, 3, ROWS, generator=g, dtype=torch.float64)
+    a = torch.rand(2, 3, ROWS, generator=g, dtype=torch.float64)
+    lk = torch.randn(2, 1, ROWS, generator=g, dtype=torch.float64)
+    uk = torch.randn(2, 1, ROWS, generator=g, dtype=torch.float64)
+    shared = Affine(gb.add_dim(L, 1), lk)
+    cases = [(Affine(gb.add_dim(L, 1), lk), Affine(gb.add_dim(U, 1), uk), a, 1.0),
+             (Affine(gb.add_dim(L, 1), 0.0), Affine(gb.add_dim(U, 1), uk), 1.0, a),
+             (shared, shared, a, 1.0), (shared, shared, 0.5, a)]
+    for lower, upper, sa, sb in cases:
+        got = rt.substitute_scaled(c, sa, sb, lower, upper, 2)
+        cp, cn = c.clamp(min=0) * sa, c.clamp(max=0) * sb
+        dl, du = lower.coeff.to_dense(), upper.coeff.to_dense()
+        want_coeff = (cp.unsqueeze(-1) * dl).sum(2) + (cn.unsqueeze(-1) * du).sum(2)
+        kl = lower.const if isinstance(lower.const, torch.Tensor) else torch.full_like(lk, lower.const)
+        want_const = (cp * kl).sum(2) + (cn * upper.const).sum(2)
+        close(got.coeff, want_coeff)
+        close(got.const, want_const)
+
+
 def test_removing_an_added_unit_dimension_gives_the_parts_back_without_operations():
     """``add_dim`` then ``without_unit_dim`` of the same dimension (a traverse reads a stored polyhedron
     laid out with a unit dimension, the substitution removes it): the original parts, no squeeze."""
