@@ -115,7 +115,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         def verified(lower):
             return (lower > 0).all(1)
 
-    params = ParamStore(requires_grad=True)
+    params = ParamStore(requires_grad=True, sparse=True)
     # the final widened run is in float64: rigorous, and its widening (~1e-12) costs nothing, where a
     # widened float32 run costs ~1e-3 on every margin (docs/optimisation.md)
     final_dtype = torch.float64 if widen else dtype

@@ -216,7 +216,7 @@ class CertifierBounding:
             opt = Adam(raw.values(), lr=lr)
             # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
             # their initial values (any values are sound; the store makes them on the first run)
-            params = ParamStore(requires_grad=True) if getattr(self.cert, "params", None) else None
+            params = ParamStore(requires_grad=True, sparse=True) if getattr(self.cert, "params", None) else None
             extra = {} if params is None else {"params": params}
             best_rows = best_value = None
             best_beta = {}

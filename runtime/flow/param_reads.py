@@ -69,8 +69,7 @@ def _piece(ctx, spec: dict, name: str, k: int, mode: str):
     m = ctx.size("curr")
     if mode == ALIGNED:
         return project(params.get((name, ctx.layer.index, k, ALIGNED), (ctx.batch, m), lo, hi, init), lo, hi)
-    raw = params.get((name, ctx.layer.index, k, PAIR), (ctx.batch, m, layer.size), lo, hi, init)
-    return project(raw, lo.unsqueeze(1), hi.unsqueeze(1))
+    return params.pair_value((name, ctx.layer.index, k, PAIR), (ctx.batch, m, layer.size), lo, hi, init)
 
 
 def _domain(ctx, fn, layer) -> tuple:

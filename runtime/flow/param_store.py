@@ -29,6 +29,8 @@ from typing import Callable
 import torch
 
 ALIGNED, PAIR = "aligned", "pair"
+#: a sparse store keeps a pair tensor's free columns only when they are at most this fraction of the layer
+SPARSE_BELOW = 0.5
 
 
 class ParamError(RuntimeError):
@@ -39,12 +41,16 @@ class ParamStore:
     """Raw parameter tensors of one batch, made on first read (see the module docstring).
 
     ``fill(lo, hi, init) -> raw`` (``[B, n]`` tensors) overrides the initial value (tests draw random
-    values); ``requires_grad`` makes every raw tensor a leaf an optimiser can update."""
+    values); ``requires_grad`` makes every raw tensor a leaf an optimiser can update; ``sparse`` keeps
+    pair tensors' free columns only (see the module docstring)."""
 
-    def __init__(self, fill: Callable | None = None, requires_grad: bool = False):
+    def __init__(self, fill: Callable | None = None, requires_grad: bool = False, sparse: bool = False):
         self.fill = fill
         self.requires_grad = requires_grad
+        self.sparse = sparse
         self.raw: dict[tuple, torch.Tensor] = {}
+        #: key -> the owner layer's columns that have raw values (index tensor), for a pair tensor kept sparse
+        self.columns: dict[tuple, torch.Tensor] = {}
         #: (name, layer) -> (lo, hi) of the current run
         self._domains: dict[tuple[str, int], tuple] = {}
         #: (name, layer) -> (lo, hi) of the last run that read it (for projecting after a step)
@@ -79,23 +85,51 @@ class ParamStore:
             start = start.detach()
             if key[3] == PAIR:
                 start = start.unsqueeze(1)
+                cols = self._free_columns(lo, hi)
+                if cols is not None:
+                    self.columns[key] = cols
+                    start, shape = start[..., cols], (*shape[:2], cols.numel())
             t = start.expand(shape).clone()
             if self.requires_grad:
                 t.requires_grad_(True)
             self.raw[key] = t
-        elif tuple(t.shape) != tuple(shape):
+        elif tuple(t.shape) != tuple(shape) and not (key in self.columns and tuple(t.shape[:2]) == tuple(shape[:2])):
             raise ParamError(f"parameter '{key[0]}' of layer {key[2]} read with shape {tuple(shape)} but made with "
                              f"{tuple(t.shape)} (a batch of another size?)")
         return t
+
+    def _free_columns(self, lo, hi) -> torch.Tensor | None:
+        """The columns whose domain is wider than a point for some sample, if the store is sparse and
+        they are few enough (one host sync, once per tensor), else None (every column)."""
+        if not self.sparse:
+            return None
+        cols = (lo < hi).any(0).nonzero().flatten()
+        return cols if cols.numel() <= SPARSE_BELOW * lo.shape[-1] else None
+
+    def pair_value(self, key: tuple, shape: tuple, lo, hi, init) -> torch.Tensor:
+        """The projected values ``[B, n_S, n_k]`` of pair tensor ``key`` (``lo``/``hi``/``init``: ``[B,
+        n_k]`` of this run): the raw values projected, and on the columns without raw values (sparse) the
+        projection of the domain's lower end."""
+        raw = self.get(key, shape, lo, hi, init)
+        lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
+        cols = self.columns.get(key)
+        if cols is None:
+            return project(raw, lo, hi)
+        held = torch.clamp(lo, min=lo, max=hi).expand(shape)
+        return held.index_copy(2, cols, project(raw, lo[..., cols], hi[..., cols]))
 
     @torch.no_grad()
     def project_(self) -> None:
         """Clip every raw tensor into the domain of the last run that read it (after an optimiser
         step; the rules project anyway, this keeps the raw values from drifting far outside)."""
-        for (name, _s, k, mode), t in self.raw.items():
+        for key, t in self.raw.items():
+            name, _s, k, mode = key
             lo, hi = self.last_domains[(name, k)]
             if mode == PAIR:
                 lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
+                cols = self.columns.get(key)
+                if cols is not None:
+                    lo, hi = lo[..., cols], hi[..., cols]
             t.clamp_(min=lo, max=hi)
 
     @torch.no_grad()
@@ -109,15 +143,43 @@ class ParamStore:
         """The raw value ``a_s(n)`` for ``s`` at ``reader_pos`` of ``reader_layer`` and ``n`` at ``pos`` of
         ``layer`` (the reference interpreter reads the values a compiled run made; KeyError when
         that run never read them)."""
-        t = self.raw.get((name, reader_layer, layer, PAIR))
+        key = (name, reader_layer, layer, PAIR)
+        t = self.raw.get(key)
         if t is not None:
-            return float(t[sample if t.shape[0] > 1 else 0, reader_pos, pos])
+            b = sample if t.shape[0] > 1 else 0
+            cols = self.columns.get(key)
+            if cols is None:
+                return float(t[b, reader_pos, pos])
+            at = (cols == pos).nonzero().flatten()
+            if at.numel():
+                return float(t[b, reader_pos, int(at[0])])
+            lo, hi = self.last_domains[(name, layer)]  # a held column: its domain's lower end, projected
+            return float(torch.clamp(lo[b, pos], min=lo[b, pos], max=hi[b, pos]))
         t = self.raw[(name, reader_layer, layer, ALIGNED)]
         return float(t[sample if t.shape[0] > 1 else 0, reader_pos])
 
 
 def project(raw: torch.Tensor, lo, hi) -> torch.Tensor:
-    """``min(max(raw, lo), hi)`` (``lo``/``hi`` broadcast).  Its gradient in ``raw`` is 1 on the closed
-    domain (a value at a bound -- where initial values often are -- still moves), as alpha-CROWN's
-    clamp, and ``lo``/``hi`` get the gradient where they clip."""
+    """``min(max(raw, lo), hi)`` (``lo``/``hi`` broadcast tensors).  Its gradient in ``raw`` is 1 on the
+    closed domain (a value at a bound -- where initial values often are -- still moves), as
+    alpha-CROWN's clamp, and ``lo``/``hi`` get the gradient where they clip.  When ``lo`` and ``hi``
+    carry no gradient (alpha-DeepPoly's domains are piecewise constant), the gradient in ``raw`` is 1
+    everywhere (:class:`_Project`): a raw value outside the domain -- only where the domain moved since
+    the last :meth:`ParamStore.project_` -- gets the gradient at the end it is clipped to, and the next
+    projection puts it back, as projected gradient steps do; this spares the four passes of clamp's
+    backward mask over the largest tensors of an optimisation."""
+    if raw.requires_grad and not (getattr(lo, "requires_grad", False) or getattr(hi, "requires_grad", False)):
+        return _Project.apply(raw, lo, hi)
     return torch.clamp(raw, min=lo, max=hi)
+
+
+class _Project(torch.autograd.Function):
+    """``forward(raw, lo, hi) = clamp(raw, lo, hi)``; ``backward(g) = (g, None, None)``: see :func:`project`."""
+
+    @staticmethod
+    def forward(ctx, raw, lo, hi):
+        return torch.clamp(raw, min=lo, max=hi)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None, None

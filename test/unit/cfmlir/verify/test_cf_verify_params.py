@@ -31,12 +31,12 @@ def _widened(name: str, old: str, new: str) -> tuple[str, str]:
 TOO_WIDE = [
     # a ReLU lower line a*x with a up to 2 lies above relu(x) = x for x > 0: the back-substitution of
     # an Affine neuron's lower bound is not a lower bound any more
-    ("alpha_deeppoly", "param al for Relu in [prev[l] >= 0.0 ? 1.0 : 0.0, 1.0]",
+    ("alpha_deeppoly", "param al for Relu in [prev[l] >= 0.0 ? 1.0 : 0.0, prev[u] <= 0.0 ? 0.0 : 1.0]",
      "param al for Relu in [prev[l] >= 0.0 ? 1.0 : 0.0, 2.0]", "Affine", "al"),
     # the same for the slopes of the upper bounds' back-substitution (a negative coefficient times 2*x
     # is below it times relu(x) for x > 0).  (A negative slope is no counterexample: the coefficient
     # changes sign and the ReLU's upper polyhedron, a non-negative neuron's, is used -- looser, sound.)
-    ("alpha_deeppoly", "param au for Relu in [prev[l] >= 0.0 ? 1.0 : 0.0, 1.0]",
+    ("alpha_deeppoly", "param au for Relu in [prev[l] >= 0.0 ? 1.0 : 0.0, prev[u] <= 0.0 ? 0.0 : 1.0]",
      "param au for Relu in [0.0, 2.0]", "Affine", "au"),
     # a zonotope slope above 1: relu(x) - a*x < 0 at x = u, below the zonotope's offset range
     ("alpha_deepz", "param a for Relu in [0.0, 1.0]", "param a for Relu in [0.0, 1.5]", "Relu", "a"),
