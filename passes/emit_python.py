@@ -26,7 +26,8 @@ engine names when a rule cannot run) and ``EXACT`` (per rule, which member value
 rounding: the tags :mod:`cfmlir.passes.exactness_analysis` left on the rule, for the float32 widening).  A certifier with parameters also gets one function
 ``param_<name>_<Operator>(rt, ctx)`` per ``cftensor.param_domain`` (the domain and initial value of
 every neuron of a layer of that operator) and ``PARAMS`` (parameter -> its ``else`` value and its
-domain functions by operator); a read ``cftensor.param`` is ``ctx.param(neurons, name)``.
+domain functions by operator); a read ``cftensor.param`` is ``ctx.param(neurons, name)``, with
+``scale=True`` when every use is a scale operand of ``cftensor.substitute_scaled``.
 """
 
 from __future__ import annotations
@@ -263,7 +264,10 @@ def _(op: ct.AccessOp, out: _Out) -> None:
 
 @emit_op.register
 def _(op: ct.ParamOp, out: _Out) -> None:
-    out.assign(op, f"ctx.param({out.args(op)[0]}, {op.param.data!r})")
+    # a value used only as a scale of substitute_scaled may come back as KeptColumns (never made dense)
+    scale = bool(op.result.uses) and all(isinstance(u.operation, ct.SubstituteScaledOp) and u.index in (1, 2)
+                                         for u in op.result.uses)
+    out.assign(op, f"ctx.param({out.args(op)[0]}, {op.param.data!r}{', scale=True' if scale else ''})")
 
 
 @emit_op.register

@@ -96,12 +96,13 @@ class LayerContext:
             hit = cache[key] = (window, mask)
         return hit
 
-    def param(self, n: Neurons, name: str):
+    def param(self, n: Neurons, name: str, scale: bool = False):
         """``n[name]`` for an optimisable parameter, as read by this layer's rule
-        (:func:`cfruntime.flow.param_reads.read`)."""
+        (:func:`cfruntime.flow.param_reads.read`; ``scale``: the value is only a scale of
+        ``substitute_scaled``)."""
         from cfruntime.flow import param_reads  # noqa: PLC0415 - it builds contexts of other layers
 
-        return param_reads.read(self, n, name)
+        return param_reads.read(self, n, name, scale)
 
     # -- neuron sets -----------------------------------------------------------------------------------
     def all_neurons(self, rank: int) -> Neurons:

@@ -277,13 +277,15 @@ def substitute(c, lower: Affine, upper: Affine, dim: int) -> Affine:
 
 def substitute_scaled(c, a, b, lower: Affine, upper: Affine, dim: int) -> Affine:
     """``sum over dim of (c+ * a) * lower + (c- * b) * upper``: :func:`substitute` with each side's
-    coefficients scaled after their sign split (alpha-CROWN's slopes; ``cftensor.substitute_scaled``)."""
+    coefficients scaled after their sign split (alpha-CROWN's slopes; ``cftensor.substitute_scaled``).
+    A scale may be a :class:`~cfruntime.tensor.KeptColumns` (a parameter read only as a scale)."""
     lower, upper = (Affine(_real(e.coeff), e.const) if isinstance(e.coeff, WindowRows) else e for e in (lower, upper))
     r = _rank(c)
     if lower.coeff is not None and upper.coeff is not None and dim % r == r - 1:
         out = seg_ops.substitute(c, lower, upper, lower.coeff, lower.const, upper.coeff, upper.const, scales=(a, b))
         if out is not NotImplemented:
             return Affine(*out)
+    a, b = (v.dense() if isinstance(v, gb.KeptColumns) else v for v in (a, b))
     p, n = mult(clamp(c, 0.0, None), a), mult(clamp(c, None, 0.0), b)
     return Affine(binary("add", inner(add_dim(p, r), coeff(lower), dim), inner(add_dim(n, r), coeff(upper), dim)),
                   binary("add", inner(p, lower.const, dim), inner(n, upper.const, dim)))

@@ -8,7 +8,9 @@ dimensions 0 and 1 are the batch and the reading layer's neurons (``curr``).  ``
 layer ``k`` the neurons cover, the projected raw tensor ``[B, n_curr, n_k]`` of an owner layer or the
 ``else`` value of any other layer, concatenated along the neurons and laid out as
 ``[B, n_curr, 1.., n@dim, 1..]``.  The projection uses the domain of layer ``k`` computed in its own
-context (its rule's inputs) by the compiled ``param_<name>_<Operator>`` function, once per run.
+context (its rule's inputs) by the compiled ``param_<name>_<Operator>`` function, once per run.  A read
+the compiler marks ``scale=True`` (its value is only ever a scale of ``substitute_scaled``) of one layer
+kept sparse by the store is returned as a :class:`~cfruntime.tensor.KeptColumns`, never made dense.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from cfruntime.flow.param_store import ALIGNED, PAIR, ParamError, project
 from cfruntime.flow.values import Window
 
 
-def read(ctx, n, name: str):
+def read(ctx, n, name: str, scale: bool = False):
     store = ctx.store
     spec = store.param_specs.get(name)
     if spec is None or store.params is None:
@@ -42,20 +44,21 @@ def read(ctx, n, name: str):
             continue
         if off < n.start or off + size > n.start + n.count:
             raise ParamError(f"parameter '{name}' read on part of layer {k}: not supported by the compiled engine")
-        pieces.append((size, _piece(ctx, spec, name, k, PAIR)))
-    if len(pieces) == 1 and isinstance(pieces[0][1], float):
-        return pieces[0][1]
+        pieces.append((size, _piece(ctx, spec, name, k, PAIR, kept=scale and n.dim == n.rank - 1)))
+    if len(pieces) == 1 and isinstance(pieces[0][1], (float, gb.KeptColumns)):
+        return pieces[0][1]  # a KeptColumns is [B, n_curr, n_k]: already laid out (n.dim is the last)
     b = ctx.batch
-    dense = [p if isinstance(p, torch.Tensor) else torch.full((b, m, size), p, dtype=ctx.rep.dtype, device=ctx.rep.device)
-             for size, p in pieces]
+    dense = [p.dense() if isinstance(p, gb.KeptColumns) else p if isinstance(p, torch.Tensor)
+             else torch.full((b, m, size), p, dtype=ctx.rep.dtype, device=ctx.rep.device) for size, p in pieces]
     out = dense[0] if len(dense) == 1 else torch.cat([d.expand(b, m, d.shape[2]) for d in dense], 2)
     view = (out.shape[0], m) + (1,) * (n.dim - 2) + (n.count,) + (1,) * (n.rank - n.dim - 1)
     return out.reshape(view)
 
 
-def _piece(ctx, spec: dict, name: str, k: int, mode: str):
+def _piece(ctx, spec: dict, name: str, k: int, mode: str, kept: bool = False):
     """The projected values of layer ``k``'s neurons for every reading neuron (``[B, n_curr]`` aligned,
-    ``[B, n_curr, n_k]`` pair), or the ``else`` number when layer ``k`` has no such parameter."""
+    ``[B, n_curr, n_k]`` pair, a KeptColumns if ``kept`` and the store keeps it sparse), or the ``else``
+    number when layer ``k`` has no such parameter."""
     layer = ctx.network[k]
     op = contract.OPERATOR_OF_KIND.get(layer.kind)
     fn = spec["domains"].get(op)
@@ -69,7 +72,7 @@ def _piece(ctx, spec: dict, name: str, k: int, mode: str):
     m = ctx.size("curr")
     if mode == ALIGNED:
         return project(params.get((name, ctx.layer.index, k, ALIGNED), (ctx.batch, m), lo, hi, init), lo, hi)
-    return params.pair_value((name, ctx.layer.index, k, PAIR), (ctx.batch, m, layer.size), lo, hi, init)
+    return params.pair_value((name, ctx.layer.index, k, PAIR), (ctx.batch, m, layer.size), lo, hi, init, kept)
 
 
 def _domain(ctx, fn, layer) -> tuple:

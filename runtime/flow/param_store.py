@@ -28,6 +28,8 @@ from typing import Callable
 
 import torch
 
+from cfruntime.tensor.kept_columns import KeptColumns
+
 ALIGNED, PAIR = "aligned", "pair"
 #: a sparse store keeps a pair tensor's free columns only when they are at most this fraction of the layer
 SPARSE_BELOW = 0.5
@@ -106,17 +108,18 @@ class ParamStore:
         cols = (lo < hi).any(0).nonzero().flatten()
         return cols if cols.numel() <= SPARSE_BELOW * lo.shape[-1] else None
 
-    def pair_value(self, key: tuple, shape: tuple, lo, hi, init) -> torch.Tensor:
+    def pair_value(self, key: tuple, shape: tuple, lo, hi, init, kept: bool = False):
         """The projected values ``[B, n_S, n_k]`` of pair tensor ``key`` (``lo``/``hi``/``init``: ``[B,
         n_k]`` of this run): the raw values projected, and on the columns without raw values (sparse) the
-        projection of the domain's lower end."""
+        projection of the domain's lower end -- as a :class:`~cfruntime.tensor.KeptColumns` when
+        ``kept`` (the caller takes one), else as a tensor."""
         raw = self.get(key, shape, lo, hi, init)
         lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
         cols = self.columns.get(key)
         if cols is None:
             return project(raw, lo, hi)
-        held = torch.clamp(lo, min=lo, max=hi).expand(shape)
-        return held.index_copy(2, cols, project(raw, lo[..., cols], hi[..., cols]))
+        value = KeptColumns(project(raw, lo[..., cols], hi[..., cols]), torch.clamp(lo, min=lo, max=hi), cols)
+        return value if kept else value.dense()
 
     @torch.no_grad()
     def project_(self) -> None:

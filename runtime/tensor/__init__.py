@@ -19,5 +19,6 @@ from .block_conv import ConvBlock  # noqa: F401
 from .block_diagonal import DiagonalBlock  # noqa: F401
 from .block_patches import PatchesBlock  # noqa: F401
 from .block_repeat import ConstantBlock, DenseBlock, RepeatBlock, make_bcast_block  # noqa: F401
+from .kept_columns import KeptColumns  # noqa: F401
 from .segmented import Segmented  # noqa: F401
 from .sparse_tensor import SparseTensor  # noqa: F401

@@ -28,6 +28,8 @@ from contextlib import contextmanager
 
 import torch
 
+from .kept_columns import KeptColumns
+
 
 def same_value(x, y) -> bool:
     """Scalar equality where NaN equals NaN."""
@@ -124,9 +126,10 @@ class Block:
 
     def times_dense(self, t: torch.Tensor):
         """``self * t`` entry by entry for a finite tensor ``t`` of the extent's last two dimensions
-        (leading ones broadcast), where a hole times anything is a hole (0): this dense product, or a
-        block of this kind where it keeps the holes (patches)."""
-        return self.to_dense(0) * t
+        (leading ones broadcast; or a :class:`~cfruntime.tensor.kept_columns.KeptColumns`), where a hole
+        times anything is a hole (0): this dense product, or a block of this kind where it keeps the
+        holes (patches)."""
+        return t.times(self.to_dense(0)) if isinstance(t, KeptColumns) else self.to_dense(0) * t
 
     def to(self, dtype: torch.dtype) -> "Block":
         if dtype == self.dtype:

@@ -33,6 +33,7 @@ from .block_base import Block, is_full
 from .block_fallback import DenseFallbackBlock
 from .block_unit_dims import UnitDimBlock
 from .conv_utils import footprint_valid, pair, patch_index_map, unfold_image
+from .kept_columns import KeptColumns
 
 
 @functools.lru_cache(maxsize=64)
@@ -100,7 +101,8 @@ class PatchesBlock(DenseFallbackBlock):
             return super().times_dense(t)
         flat = _scatter_index(self.out_chw, self.in_chw, self.k_hw, self.stride, self.padding, self.device)[0]
         lead = tuple(t.shape[:-2])
-        vals = t.reshape(lead + (-1,)).index_select(-1, flat)  # padding entries read a clamped one: unmapped
+        # padding entries read a clamped one: unmapped
+        vals = t.gather(flat) if isinstance(t, KeptColumns) else t.reshape(lead + (-1,)).index_select(-1, flat)
         return self.with_core(self.core * vals.view(lead + self.core.shape[-6:]))
 
     def structure(self) -> tuple:

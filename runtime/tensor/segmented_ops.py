@@ -34,6 +34,7 @@ from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
 from .clamps import clamp_number, positive_part
+from .kept_columns import KeptColumns
 from .masked_grad import divide, multiply
 from .matmul import block_matmul
 from .segmented import Segmented, is_segmented, part_dense
@@ -733,15 +734,16 @@ def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
     ``lc``/``uc`` ``[*, 1, k, W]`` segmented along ``W`` and constants ``lk``/``uk`` ``[*, 1, k]``:
     ``(sum_k c+ lc + c- uc, sum_k c+ lk + c- uk)``, splitting ``c`` by sign once for both.  ``lower is
     upper`` (one polyhedron) needs no split.  ``scales = (a, b)`` (numbers or ``[*, m, k]`` tensors)
-    multiply the parts after the split, ``c+ a`` and ``c- b`` (alpha-CROWN's slopes).  NotImplemented
-    for other layouts."""
+    multiply the parts after the split, ``c+ a`` and ``c- b`` (alpha-CROWN's slopes; a scale may be
+    :class:`~cfruntime.tensor.kept_columns.KeptColumns`).  NotImplemented for other layouts."""
     r = len(c.shape)
     xm = None if is_segmented(c) and c.fill else _sole_block(c, r - 1)
     if xm is None:
         return NotImplemented
     sp, sn = (1.0, 1.0) if scales is None else scales
     for v in (sp, sn):
-        if isinstance(v, bool) or not (isinstance(v, (int, float)) or isinstance(v, torch.Tensor) and v.dim() == r):
+        if isinstance(v, bool) or not (isinstance(v, (int, float)) or isinstance(v, (torch.Tensor, KeptColumns))
+                                       and v.dim() == r):
             return NotImplemented
     scaled = not (_is_one(sp) and _is_one(sn))
     for v in (lc, uc):
@@ -823,7 +825,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
                 parts[s] = term
         const = constant()
     lead = _bshape(tuple(c.shape[:r - 2]), tuple(lc.shape[:r - 2]),
-                   *(tuple(v.shape[:r - 2]) for v in (sp, sn) if isinstance(v, torch.Tensor)))
+                   *(tuple(v.shape[:r - 2]) for v in (sp, sn) if isinstance(v, (torch.Tensor, KeptColumns))))
     shape = lead + (c.shape[r - 2], lc.shape[-1])
     out = {s: (t if isinstance(t, torch.Tensor) else _fit(t, shape[:-1] + (t.shape[-1],))) for s, t in parts.items()}
     coeff = Segmented(shape, len(shape) - 1, out, _promote(c.dtype, lc.dtype), lc.device)
@@ -835,8 +837,11 @@ def _is_one(v) -> bool:
 
 
 def _scaled(p, s):
-    """A sign part ``p`` (a tensor or a block) times a scale: a number, or a tensor of ``p``'s shape
-    (a convolution's part stays patches: the scale is read at its kernels' entries only)."""
+    """A sign part ``p`` (a tensor or a block) times a scale: a number, or a tensor or
+    :class:`KeptColumns` of ``p``'s shape (a convolution's part stays patches: the scale is read at its
+    kernels' entries only)."""
+    if isinstance(s, KeptColumns):
+        return s.times(p) if isinstance(p, torch.Tensor) else p.times_dense(s)
     if not isinstance(s, torch.Tensor):
         return p if s == 1 else p * s if isinstance(p, torch.Tensor) else p.map_values(lambda v: v * s)
     return p * s if isinstance(p, torch.Tensor) else p.times_dense(s)
