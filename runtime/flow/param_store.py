@@ -20,10 +20,22 @@ Algorithm of a read: find the layer(s) the neurons lie in; per layer, the domain
 is computed once per run by the compiled ``param_<a>_<Op>`` function in that layer's context (cached
 until :meth:`ParamStore.begin_run`); the raw tensor is looked up or made; the projected value is laid
 out like the neurons (``[B, n_S, 1.., n_k@dim, 1..]``).
+
+*Sparse columns* (``ParamStore(sparse=True)``, what the optimisation loops use): most neurons' domains
+are a single point (alpha-DeepPoly's slope of a stable ReLU: ``[1, 1]`` active, ``[0, 0]`` dead), and
+their raw values can never move.  A pair tensor keeps raw values only on the columns (neurons of the
+owner layer) whose domain is wider than a point for some sample of the batch in the run that makes
+it, when they are at most :data:`SPARSE_BELOW` of the layer and the tensor is large
+(:data:`SPARSE_MIN_NUMEL`) -- alpha-CROWN's unstable-neuron alphas.  Every other column reads the
+projection of its domain's lower end *in the current run*: a value in that run's domain, so sound
+whatever the domains do later.  The optimiser's per-iteration work (Adam, projection, keep-best) then
+runs on the kept columns only, and a read used only as a scale of ``substitute_scaled`` gets them as a
+:class:`~cfruntime.tensor.KeptColumns` (no tensor, no gradient of the full size is made).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
@@ -33,6 +45,10 @@ from cfruntime.tensor.kept_columns import KeptColumns
 ALIGNED, PAIR = "aligned", "pair"
 #: a sparse store keeps a pair tensor's free columns only when they are at most this fraction of the layer
 SPARSE_BELOW = 0.5
+#: ... and when the tensor has at least this many entries (below, the few more operations of the sparse
+#: form cost more than the passes they save: mnist 6x100's [10, 100, 100] slopes optimise in 1.9 s dense,
+#: 2.5-2.9 s sparse)
+SPARSE_MIN_NUMEL = 1 << 20
 
 
 class ParamError(RuntimeError):
@@ -87,7 +103,7 @@ class ParamStore:
             start = start.detach()
             if key[3] == PAIR:
                 start = start.unsqueeze(1)
-                cols = self._free_columns(lo, hi)
+                cols = self._free_columns(lo, hi) if math.prod(shape) >= SPARSE_MIN_NUMEL else None
                 if cols is not None:
                     self.columns[key] = cols
                     start, shape = start[..., cols], (*shape[:2], cols.numel())

@@ -8,13 +8,21 @@ projection must clip the kept columns into their own domains."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from cfmlir.interpreter.run import analyze
 from cfruntime import tensor as gb
 from cfruntime.flow.engine import run_certifier
+from cfruntime.flow import param_store
 from cfruntime.flow.param_store import ParamStore, project
 from cftest.nets import boxes, mlp, small_conv
+
+
+@pytest.fixture(autouse=True)
+def _small_tensors_sparse(monkeypatch):
+    """The test nets are small: keep their tensors sparse whatever their size."""
+    monkeypatch.setattr(param_store, "SPARSE_MIN_NUMEL", 0)
 
 
 def _fill(lo, hi, init):
@@ -113,3 +121,13 @@ def test_projection_gradient():
     project(raw, lo, hi).backward(torch.arange(1.0, 6.0, dtype=torch.float64))
     assert raw.grad.tolist() == [0.0, 2.0, 3.0, 4.0, 0.0]
     assert lo.grad.tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+
+
+def test_small_tensors_stay_dense(shipped, monkeypatch):
+    """Below SPARSE_MIN_NUMEL entries a pair tensor stays dense (the sparse form's extra operations
+    cost more than they save there)."""
+    monkeypatch.setattr(param_store, "SPARSE_MIN_NUMEL", 1 << 20)
+    name, net, lb, ub = next(_problems())
+    store = ParamStore(requires_grad=True, sparse=True)
+    run_certifier(shipped.compiled("alpha_deeppoly"), net, lb, ub, dtype=torch.float64, params=store)
+    assert store.raw and not store.columns
