@@ -173,12 +173,12 @@ class CertifierBounding:
         return lower, layers
 
 
-    def _lagrangian(self, betas: dict, domains: Domains, a: int, b: int, overrides: dict):
+    def _lagrangian(self, betas: dict, domains: Domains, a: int, b: int, overrides: dict, dtype=None):
         """The Lagrangian network of rows ``a:b`` for the multipliers ``betas`` (:mod:`cfmlir.bab.lagrangian`),
-        its new layers' overrides added to ``overrides``."""
+        its new layers' overrides (in ``dtype``, default the search's) added to ``overrides``."""
         signs = {k: domains[split_key(k)][a:b] for k in betas}
         net = lagrangian_network(self.mnet, split_weights(betas, signs))
-        overrides.update(new_layer_overrides(self.mnet, net, b - a, self.options["dtype"]))
+        overrides.update(new_layer_overrides(self.mnet, net, b - a, dtype or self.options["dtype"]))
         return net
 
     def _layers(self, net, res, lower) -> dict:
@@ -194,19 +194,28 @@ class CertifierBounding:
         out[last] = (lower, torch.full_like(lower, torch.inf))
         return out
 
-    def optimize_beta(self, domains: Domains, objective, iterations: int, lr: float, alpha_lr: float = 0.1):
+    def optimize_beta(self, domains: Domains, objective, iterations: int, lr: float, alpha_lr: float = 0.1,
+                      step_dtype: torch.dtype | None = None):
         """Each domain's multipliers optimised for its rows (beta-CROWN's loop): projected Adam on the
         values of its open disjuncts, from the domain's own ``beta<k>`` (its parent's: a warm start).
-        Returns ``(rows [P, R], {k: beta [P, R, n_k]})``: per domain the element-wise best rows of every
-        iteration (each is a bound on the domain: every iterate has ``beta >= 0``) and the multipliers of the
-        iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are optimised
-        with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.  The soundness check sees the best rows of every batch."""
+        Returns ``(rows [P, R], {k: beta [P, R, n_k]})``: per domain a bound of its rows and the multipliers
+        of the iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are
+        optimised with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.
+        The soundness check sees the rows returned.
+
+        ``step_dtype``: the precision of the gradient steps (None: the search's own).  When it is the search's,
+        the rows are the element-wise best of every iterate (each is a bound on the domain: every iterate has
+        ``beta >= 0``).  When it differs (float32 steps in a float64 search), the iterates are raw
+        low-precision runs that steer the multipliers but bound nothing: the rows come from one final run in
+        the search's precision with the last multipliers (as soon as an iterate's raw rows verify every
+        domain of the batch, with those multipliers).  Any multipliers ``>= 0`` give a sound bound, so only
+        that final run needs rigour."""
         from cfmlir.adam import Adam
-        from cfruntime.flow.engine import run_certifier
-        from cfruntime.flow.overrides import BoundOverride
         from cfruntime.flow.param_store import ParamStore
 
         dtype = self.options["dtype"]
+        apart = step_dtype is not None and step_dtype != dtype
+        step_options = {**self.options, "dtype": step_dtype, "widen": False} if apart else self.options
         rows_out, betas_out = [], {k: [] for k in self.beta_layers}
         lb, ub = self._boxes(domains)
         for a in range(0, len(domains), self.batch_size):
@@ -220,32 +229,34 @@ class CertifierBounding:
             extra = {} if params is None else {"params": params}
             best_rows = best_value = None
             best_beta = {}
-            for it in range(iterations):
+            step, final = 0, iterations == 1
+            while True:
+                options = self.options if final or not apart else step_options
+                if final and apart and params is not None:
+                    params.cast_(dtype)
                 betas = {k: project(v, signs[k]) for k, v in raw.items()}
-                overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
-                             for k in self.structure.carried}
-                net = self._lagrangian(betas, domains, a, b, overrides)
-                last = it == iterations - 1
-                with torch.enable_grad() if not last else torch.no_grad():
-                    res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
-                                        **extra, **self.options)
-                if params is not None and it == 0 and params.tensors():
+                res, lower = self._beta_run(betas, domains, a, b, lb, ub, options, extra, grad=not final)
+                if params is not None and step == 0 and params.tensors() and not final:
                     opt.add_group(params.tensors(), alpha_lr)
-                lower = res.lower.to("cpu", torch.float64)
                 self.rows_bounded += b - a
                 with torch.no_grad():
                     value = objective.value(lower.detach())
-                    if best_rows is None:
-                        best_rows, best_value = lower.detach().clone(), value
-                        best_beta = {k: v.detach().clone() for k, v in betas.items()}
+                    if final or not apart:  # a bound: kept
+                        best_rows = lower.detach().clone() if best_rows is None else torch.maximum(best_rows, lower.detach())
+                    if best_value is None:
+                        best_value, best_beta = value, {k: v.detach().clone() for k, v in betas.items()}
                     else:
-                        best_rows = torch.maximum(best_rows, lower.detach())
                         better = value > best_value
                         best_value = torch.where(better, value, best_value)
                         for k, v in betas.items():
                             best_beta[k][better] = v.detach()[better]
-                if last or bool(objective.verified(best_rows).all()):
+                if final:
                     break
+                if bool(objective.verified(best_rows if not apart else lower.detach()).all()):
+                    if not apart:
+                        break
+                    final = True  # these multipliers verify every domain in low precision: the rigorous run
+                    continue
                 dv = objective.disjunct_values(lower)
                 open_ = (dv <= 0) & dv.isfinite()
                 loss = -torch.where(open_, dv, torch.zeros_like(dv)).sum()
@@ -258,6 +269,8 @@ class CertifierBounding:
                 if params is not None:
                     params.project_()
                 del res, lower, loss
+                step += 1
+                final = step == iterations - 1
             if self.check is not None:
                 self.check(self.mnet, lb[a:b], ub[a:b], self._best_layers(domains, a, b, best_rows), self.region,
                            inside=subdomain_membership(domains.select(slice(a, b)), self.structure))
@@ -265,6 +278,20 @@ class CertifierBounding:
             for k in self.beta_layers:
                 betas_out[k].append(best_beta[k].to(dtype if dtype != torch.float64 else torch.float32))
         return torch.cat(rows_out), {k: torch.cat(v) for k, v in betas_out.items()}
+
+    def _beta_run(self, betas: dict, domains: Domains, a: int, b: int, lb, ub, options: dict, extra: dict, grad: bool):
+        """One run of the Lagrangian network of rows ``a:b`` with ``options`` (its dtype may differ from the
+        search's); ``(result, rows' lower bounds in float64)``."""
+        from cfruntime.flow.engine import run_certifier
+        from cfruntime.flow.overrides import BoundOverride
+
+        overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
+                     for k in self.structure.carried}
+        net = self._lagrangian(betas, domains, a, b, overrides, options["dtype"])
+        with torch.enable_grad() if grad else torch.no_grad():
+            res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
+                                **extra, **options)
+        return res, res.lower.to("cpu", torch.float64)
 
     def _best_layers(self, domains: Domains, a: int, b: int, rows) -> dict:
         """The layer bounds the search uses for rows ``a:b``: the carried ones, and ``rows`` for the margins

@@ -212,7 +212,9 @@ class _RegionSearch:
             return
         part = kids.select(idx)
         o = self.options
-        rows, betas = self.bounding.optimize_beta(part, self.objective, o.beta_iterations, o.beta_lr)
+        step_dtype = None if o.beta_dtype is None else getattr(torch, o.beta_dtype)
+        rows, betas = self.bounding.optimize_beta(part, self.objective, o.beta_iterations, o.beta_lr,
+                                                  step_dtype=step_dtype)
         self._stop_if_unsound()
         kids["rows"][idx] = torch.maximum(part["rows"], rows)
         kids["value"][idx] = self.objective.value(kids["rows"][idx])

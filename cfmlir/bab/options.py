@@ -31,7 +31,8 @@ class BabOptions:
     every child carries the optimised intermediate bounds; ignored for a certifier without parameters;
     ``beta``: ReLU splits enter the bound through multipliers (beta-CROWN's Lagrangian,
     :mod:`cfmlir.bab.lagrangian`) optimised per child for ``beta_iterations`` steps of Adam at ``beta_lr``,
-    starting from the parent's (a warm start; a new split's multiplier starts at 0) -- used when the
+    starting from the parent's (a warm start; a new split's multiplier starts at 0), the steps in
+    ``beta_dtype`` -- used when the
     certifier carries the term symbolically (checked at the root), else the search runs without."""
 
     branching: str = "auto"
@@ -57,6 +58,11 @@ class BabOptions:
     #: 3-4x the subdomains of 20 and ends with a better worst bound (docs/bab.md)
     beta_iterations: int = 5
     beta_lr: float = 0.05
+    #: the precision of the multipliers' gradient steps ("float32", "float64", or None: the search's own).
+    #: The steps only steer the multipliers (any ``beta >= 0`` gives a sound bound), so in a float64 search
+    #: they run in raw float32 and one final float64 run per child gives the bound kept
+    #: (:meth:`cfmlir.bab.bounding.CertifierBounding.optimize_beta`)
+    beta_dtype: str | None = "float32"
 
     def __post_init__(self):
         if self.branching not in ("auto", "relu", "input"):
@@ -65,6 +71,8 @@ class BabOptions:
             raise ValueError(f"heuristic must be fsb or babsr, not '{self.heuristic}'")
         if not self.beta_lr > 0:
             raise ValueError(f"beta_lr must be positive, got {self.beta_lr}")
+        if self.beta_dtype not in (None, "float32", "float64"):
+            raise ValueError(f"beta_dtype must be float32, float64 or None, not '{self.beta_dtype}'")
         for name in ("candidates", "batch", "engine_batch", "memory_bytes", "beta_iterations"):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

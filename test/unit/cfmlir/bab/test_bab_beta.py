@@ -88,16 +88,20 @@ def test_bounds_hold_at_any_multipliers(shipped, spec, seed):
             inside = _inside(st, d, vals, r)
             assert int(inside.sum()) > 0
             assert bool((vals[-1][inside] >= rows[r] - 1e-9 * (1 + rows[r].abs())).all()), (scale, r)
-    # the optimised ones too, and they are never worse than the multipliers they start from
-    opt_rows, betas = bounding.optimize_beta(d, Objective(_region(A)), 10, 0.05)
+    # the optimised ones too (steps in float64, then in float32 with a float64 final run), and with float64
+    # steps they are never worse than the multipliers they start from
     start = bounding.bound(d, "replace").rows
-    assert bool((opt_rows >= start - 1e-12).all())
-    for r in range(24):
-        inside = _inside(st, d, vals, r)
-        assert bool((vals[-1][inside] >= opt_rows[r] - 1e-9 * (1 + opt_rows[r].abs())).all())
-    for s in st.split_layers:  # projected: >= 0, and 0 where nothing is split
-        b = betas[s.pre]
-        assert bool((b >= 0).all()) and bool((b[(d[split_key(s.pre)] == 0).unsqueeze(1).expand_as(b)] == 0).all())
+    for step_dtype in (None, torch.float32):
+        opt_rows, betas = bounding.optimize_beta(d, Objective(_region(A)), 10, 0.05, step_dtype=step_dtype)
+        assert opt_rows.dtype == torch.float64
+        if step_dtype is None:
+            assert bool((opt_rows >= start - 1e-12).all())
+        for r in range(24):
+            inside = _inside(st, d, vals, r)
+            assert bool((vals[-1][inside] >= opt_rows[r] - 1e-9 * (1 + opt_rows[r].abs())).all()), (step_dtype, r)
+        for s in st.split_layers:  # projected: >= 0, and 0 where nothing is split
+            b = betas[s.pre]
+            assert bool((b >= 0).all()) and bool((b[(d[split_key(s.pre)] == 0).unsqueeze(1).expand_as(b)] == 0).all())
 
 
 def _region(A, b=None):
@@ -109,20 +113,26 @@ def _region(A, b=None):
                        [(A[i:i + 1].numpy(), b[i:i + 1].numpy()) for i in range(A.shape[0])])
 
 
-def test_optimisation_tightens_and_children_inherit_it(shipped):
-    """The optimised multipliers raise the open rows of split children above the plain bound somewhere;
-    children of a child start from its multipliers (a new split's at 0)."""
+def _split_children(shipped, spec: str):
+    """16 subdomains with 4 random splits each of a ``[3, 12, 12, 2]`` net's one-row margin network, bounded
+    by ``spec`` with the multipliers on: ``(A, structure, bounding, sampled values, domains)``."""
     g = torch.Generator().manual_seed(7)
     net = mlp([3, 12, 12, 2], seed=7)
     A = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
     mnet = net.with_margin_layer(A)
     st = structure_of(mnet)
     lb, ub = -torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
-    bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, (lb, ub))
+    bounding = CertifierBounding(shipped.compiled(spec), mnet, st, (lb, ub))
     bounding.beta_layers = tuple(s.pre for s in st.split_layers)
     root = _root(bounding, st, 1)
     vals = mnet.forward_all(lb + (ub - lb) * torch.rand(5000, 3, generator=g, dtype=torch.float64))
-    d = _subdomains(st, root, vals, g, 16, 4)
+    return A, st, bounding, vals, _subdomains(st, root, vals, g, 16, 4)
+
+
+def test_optimisation_tightens_and_children_inherit_it(shipped):
+    """The optimised multipliers raise the open rows of split children above the plain bound somewhere;
+    children of a child start from its multipliers (a new split's at 0)."""
+    A, st, bounding, vals, d = _split_children(shipped, "deeppoly")
     plain = bounding.bound(d, "replace").rows
     rows, betas = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 20, 0.05)
     assert bool((rows >= plain - 1e-12).all()) and bool((rows > plain + 1e-6).any())
@@ -135,11 +145,12 @@ def test_optimisation_tightens_and_children_inherit_it(shipped):
     assert bool((kids[beta_key(1)][:, :, int(unstable[0])] == 0).all())
 
 
-def test_an_infeasible_subdomain_is_pruned(shipped):
-    """Neurons ``z1 = x`` and ``z2 = x + 1`` split ``z1 >= 0``, ``z2 <= 0``: no point, though neither bound is
-    empty (``z1 in [0, 2]``, ``z2 in [-1, 0]``); ``beta1 = beta2 = b`` makes the bound ``f + b``, so the
-    optimised rows grow far past the plain ones and the subdomain is verified."""
+def _infeasible_case(shipped):
+    """Neurons ``z1 = x`` and ``z2 = x + 1`` on ``x in [-2, 2]``, split ``z1 >= 0``, ``z2 <= 0``: a subdomain
+    with no point, though neither bound is empty (``z1 in [0, 2]``, ``z2 in [-1, 0]``); the property asks
+    ``z1 - z2 + ... > 3``.  ``(bounding, domains, objective)``, the multipliers not yet on."""
     from cfruntime.network.graph import Layer, Network
+    from cfruntime.properties.vnnlib import InputRegion
 
     w1 = torch.tensor([[1.0], [1.0]], dtype=torch.float64)
     b1 = torch.tensor([0.0, 1.0], dtype=torch.float64)
@@ -153,16 +164,20 @@ def test_an_infeasible_subdomain_is_pruned(shipped):
     st = structure_of(mnet)
     box = (-2 * torch.ones(1, dtype=torch.float64), 2 * torch.ones(1, dtype=torch.float64))
     bounding = CertifierBounding(shipped.compiled("deeppoly"), mnet, st, box)
-    root = _root(bounding, st, 1)
-    d = root.repeat(1)
+    d = _root(bounding, st, 1).repeat(1)
     d[split_key(1)][0] = torch.tensor([1, -1], dtype=torch.int8)
     d[lo_key(1)][0, 0], d[hi_key(1)][0, 1] = 0.0, 0.0
+    objective = Objective(InputRegion(box[0].numpy(), box[1].numpy(), [(A.numpy(), torch.tensor([3.0]).numpy())]))
+    return bounding, d, objective
+
+
+def test_an_infeasible_subdomain_is_pruned(shipped):
+    """The subdomain of :func:`_infeasible_case`: ``beta1 = beta2 = b`` makes the bound ``f + b``, so the
+    optimised rows grow far past the plain ones and the subdomain is verified."""
+    bounding, d, objective = _infeasible_case(shipped)
     assert bool((d[lo_key(1)] <= d[hi_key(1)]).all())  # not empty by its bounds
     plain = bounding.bound(d, "replace").rows
     bounding.beta_layers = (1,)
-    from cfruntime.properties.vnnlib import InputRegion
-
-    objective = Objective(InputRegion(box[0].numpy(), box[1].numpy(), [(A.numpy(), torch.tensor([3.0]).numpy())]))
     assert not bool(objective.verified(plain)[0])
     rows, _ = bounding.optimize_beta(d, objective, 40, 0.5)
     assert bool(objective.verified(rows)[0]) and float(rows[0, 0]) > float(plain[0, 0]) + 5
@@ -246,3 +261,54 @@ def test_an_unwidened_float32_run_keeps_the_multipliers(shipped):
                   deadline=time.monotonic() + PER_CASE_S,
                   options=BabOptions(branching="relu", attack_restarts=0, max_domains=4))
     assert out.stats["beta"] == "on", out.stats["beta"]
+
+
+@pytest.mark.parametrize("spec", ["deeppoly", "alpha_deeppoly"])
+def test_float32_steps_steer_and_a_float64_run_bounds(shipped, spec, monkeypatch):
+    """``step_dtype=float32`` in a float64 search: every gradient step is a raw (unwidened) float32 run, and
+    the rows returned are exactly the lower bounds of one final float64 run without gradient -- never a
+    float32 iterate's -- which hold on sampled points of each subdomain; the multipliers still climb (the
+    rows end above the plain bound somewhere)."""
+    A, st, bounding, vals, d = _split_children(shipped, spec)
+    plain = bounding.bound(d, "replace").rows
+    runs = []
+    real = CertifierBounding._beta_run
+
+    def spy(self, betas, domains, a, b, lb, ub, options, extra, grad):
+        res, lower = real(self, betas, domains, a, b, lb, ub, options, extra, grad)
+        runs.append((options["dtype"], options.get("widen"), grad, lower.detach()))
+        return res, lower
+
+    monkeypatch.setattr(CertifierBounding, "_beta_run", spy)
+    rows, _ = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 8, 0.05,
+                                     step_dtype=torch.float32)
+    assert [(dt, w, gr) for dt, w, gr, _ in runs[:-1]] == [(torch.float32, False, True)] * 7
+    assert runs[-1][:3] == (torch.float64, None, False)
+    assert torch.equal(rows, runs[-1][3])
+    assert bool((rows > plain + 1e-6).any())
+    for r in range(16):
+        inside = _inside(st, d, vals, r)
+        assert bool((vals[-1][inside] >= rows[r] - 1e-9 * (1 + rows[r].abs())).all()), r
+
+
+def test_float32_steps_stop_at_a_float64_run_once_they_verify(shipped, monkeypatch):
+    """When a float32 iterate's rows verify every domain of the batch (the subdomain of
+    :func:`_infeasible_case`), the next run is the final float64 one with the same multipliers (the rows
+    returned are that run's, and decide the subdomain)."""
+    bounding, d, objective = _infeasible_case(shipped)
+    bounding.beta_layers = (1,)
+    runs = []
+    real = CertifierBounding._beta_run
+
+    def spy(self, betas, domains, a, b, lb, ub, options, extra, grad):
+        res, lower = real(self, betas, domains, a, b, lb, ub, options, extra, grad)
+        runs.append((options["dtype"], {k: v.detach().clone() for k, v in betas.items()}, lower.detach()))
+        return res, lower
+
+    monkeypatch.setattr(CertifierBounding, "_beta_run", spy)
+    rows, _ = bounding.optimize_beta(d, objective, 200, 0.5, step_dtype=torch.float32)
+    assert bool(objective.verified(rows)[0])
+    assert len(runs) < 200 and runs[-1][0] == torch.float64 and runs[-2][0] == torch.float32
+    assert bool(objective.verified(runs[-2][2])[0])  # the float32 iterate that verified ...
+    assert torch.equal(runs[-1][1][1], runs[-2][1][1])  # ... gave the final run its multipliers
+    assert torch.equal(rows, runs[-1][2])
