@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "or input splits when at most 16 inputs vary; cfmlir.bab) instead of --split (auto: with the "
                         "compiled engine under a time limit, --timeout or --instances; see docs/bab.md)")
     p.add_argument("--bab-branching", choices=("auto", "relu", "input"), default="auto",
-                   help="VNN-LIB, --bab: split ReLU neurons, input dimensions, or choose by the inputs that vary (auto)")
+                   help="VNN-LIB, --bab: split ReLU neurons (and cut sigmoid/tanh neurons' input intervals), input "
+                        "dimensions, or choose by the inputs that vary (auto)")
     p.add_argument("--bab-beta", choices=("on", "off"), default="on",
                    help="VNN-LIB, --bab with ReLU splits: split constraints enter the bound through optimised "
                         "multipliers (beta-CROWN; used when the certifier carries them, see docs/bab.md)")

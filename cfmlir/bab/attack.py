@@ -82,20 +82,25 @@ def confirm(net, prop, region: int, xs: torch.Tensor, violations: torch.Tensor, 
 
 
 def split_penalty(structure, domains, rows: torch.Tensor):
-    """``penalty(values) -> [N]``: how far points are outside their ReLU-split subdomains (the sum of
-    ``relu(-z)`` over the active splits and ``relu(z)`` over the inactive ones; ``rows``: each point's
-    domain), or None when no domain has a split."""
-    from cfmlir.bab.bounding import split_key
+    """``penalty(values) -> [N]``: how far points are outside their subdomains (the sum of ``relu(-z)`` over
+    the active ReLU splits and ``relu(z)`` over the inactive ones, and of the distance of every cut curve
+    neuron's value to its interval; ``rows``: each point's domain), or None when no domain has a split."""
+    from cfmlir.bab.bounding import hi_key, lo_key, split_key
 
     splits = [(s.pre, domains[split_key(s.pre)][rows].to(torch.float64)) for s in structure.split_layers
               if split_key(s.pre) in domains]
-    if not splits:
+    cuts = [(c.pre, (domains[split_key(c.pre)][rows] != 0).to(torch.float64), domains[lo_key(c.pre)][rows],
+             domains[hi_key(c.pre)][rows]) for c in structure.curve_layers if split_key(c.pre) in domains]
+    if not splits and not cuts:
         return None
 
     def penalty(values):
         total = 0.0
         for k, sign in splits:
             total = total + torch.relu(-sign * values[k]).sum(1)
+        for k, mark, lo, hi in cuts:
+            z = values[k]
+            total = total + (mark * (torch.relu(lo - z) + torch.relu(z - hi))).sum(1)
         return total
 
     return penalty

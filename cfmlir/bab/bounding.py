@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.bab.domains import Domains
-from cfmlir.bab.lagrangian import beta_key, lagrangian_network, new_layer_overrides, project, split_weights
+from cfmlir.bab.lagrangian import beta_key, cut_biases, lagrangian_network, new_layer_overrides, project, split_weights
 
 
 @dataclass
@@ -177,7 +177,10 @@ class CertifierBounding:
         """The Lagrangian network of rows ``a:b`` for the multipliers ``betas`` (:mod:`cfmlir.bab.lagrangian`),
         its new layers' overrides (in ``dtype``, default the search's) added to ``overrides``."""
         signs = {k: domains[split_key(k)][a:b] for k in betas}
-        net = lagrangian_network(self.mnet, split_weights(betas, signs))
+        # a cut curve neuron's constraint is s (z - t): t its interval's end on the cut's side
+        points = {c.pre: torch.where(signs[c.pre] > 0, domains[lo_key(c.pre)][a:b], domains[hi_key(c.pre)][a:b])
+                  for c in self.structure.curve_layers if c.pre in signs}
+        net = lagrangian_network(self.mnet, split_weights(betas, signs), cut_biases(betas, signs, points))
         overrides.update(new_layer_overrides(self.mnet, net, b - a, dtype or self.options["dtype"]))
         return net
 
@@ -303,10 +306,13 @@ class CertifierBounding:
 
 def subdomain_membership(domains: Domains, structure):
     """``inside(values, rows) -> [N] bool``: which concrete points lie in their row's subdomain -- every
-    ReLU split of the row holds (``values``: every layer's values of the points, ``rows``: the row of each
-    point); None when no domain has a split."""
+    ReLU split of the row holds, and every cut curve neuron's value lies in the row's interval for it
+    (``values``: every layer's values of the points, ``rows``: the row of each point); None when no domain
+    has a split."""
     splits = [(s.pre, domains[split_key(s.pre)]) for s in structure.split_layers if split_key(s.pre) in domains]
-    if not splits or not any(bool((sign != 0).any()) for _, sign in splits):
+    cuts = [(c.pre, domains[split_key(c.pre)], domains[lo_key(c.pre)], domains[hi_key(c.pre)])
+            for c in structure.curve_layers if split_key(c.pre) in domains]
+    if not any(bool((sign != 0).any()) for _, sign in splits) and not any(bool((m != 0).any()) for _, m, _, _ in cuts):
         return None
 
     def inside(values, rows):
@@ -315,6 +321,9 @@ def subdomain_membership(domains: Domains, structure):
             s = sign[rows]
             z = values[k]
             ok &= (((s > 0) & (z < 0)) | ((s < 0) & (z > 0))).logical_not().all(1)
+        for k, mark, lo, hi in cuts:
+            z = values[k]
+            ok &= ((mark[rows] != 0) & ((z < lo[rows]) | (z > hi[rows]))).logical_not().all(1)
         return ok
 
     return inside

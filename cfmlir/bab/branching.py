@@ -1,4 +1,4 @@
-"""Branching: which ReLU neuron or input dimension each domain is split on, and its two children.
+"""Branching: which ReLU neuron, S-curve neuron or input dimension each domain is split on, and its two children.
 
 Algorithm (ReLU splits, scores after BaBSR, Bunel et al. 2020): for each domain, the row to improve (the
 best row of its worst disjunct, :meth:`Objective.target_rows`) is propagated backwards through the
@@ -10,7 +10,18 @@ linear bound.  A neuron's score estimates how much splitting it improves the bou
     score = | max(b lam (s - 1), b lam s) + min(lam, 0) (-l s) |,    s = u/(u - l)
 
 (``b``: the bias of the affine layer computing the pre-activation; the second term is the intercept the
-split removes).  Only unstable neurons (``l < 0 < u``) are candidates.  *FSB* (filtered smart branching)
+split removes).  Only unstable neurons (``l < 0 < u``) are candidates.
+
+S-curve neurons (sigmoid, tanh; GenBaB-style branching on general activations) are cut at ``t = 0`` when
+``l < 0 < u`` (each side is then convex or concave, where the certifier's lines are tight), else at the
+midpoint; a cut ``[l, u] -> [l, t], [t, u]`` is sound for any ``t``.  Their score is ``|lam|`` times an
+estimate of the relaxation's gap over ``[l, u]``,
+
+    gap = f(u) - f(l) - (u - l) min(f'(l), f'(u))
+
+(the output range less what a line of the smaller end slope explains: ``O((u - l)^2)`` on a narrow
+interval, the whole range on a wide one); neurons narrower than :data:`CURVE_MIN_WIDTH` are not cut.
+They are numbered after the ReLU neurons.  *FSB* (filtered smart branching)
 takes each domain's ``k`` best-scored candidates, bounds both children of every candidate (one engine
 call for all), and keeps the candidate whose worse child is best -- its children are then already
 bounded.  The scores only steer the search: any choice is sound.
@@ -28,11 +39,20 @@ from cfmlir.bab.bounding import hi_key, lo_key, split_key
 from cfmlir.bab.domains import Domains
 from cfruntime.network.graph import ELEMENTWISE_FUNCTIONS
 
+#: an S-curve neuron whose input interval is narrower than this is not cut any more
+CURVE_MIN_WIDTH = 1e-4
+
+#: the derivatives of the curve kinds (:data:`cfmlir.bab.structure.CURVE_KINDS`)
+CURVE_DERIVATIVES = {
+    "sigmoid": lambda x: torch.sigmoid(x) * (1 - torch.sigmoid(x)),
+    "tanh": lambda x: 1 - torch.tanh(x) ** 2,
+}
+
 
 # -- ReLU splits ---------------------------------------------------------------------------------------------
 def backward_coefficients(mnet, structure, domains: Domains, targets: torch.Tensor) -> dict[int, torch.Tensor]:
-    """``{relu layer: lam [P, n]}``: the coefficient of every split layer's output in the relaxed linear
-    form of each domain's target row (see the module docstring)."""
+    """``{relu or curve layer: lam [P, n]}``: the coefficient of every split (or curve) layer's output in
+    the relaxed linear form of each domain's target row (see the module docstring)."""
     if len(domains) == 0:
         return {}
     last = mnet.layers[-1]
@@ -58,6 +78,7 @@ def backward_coefficients(mnet, structure, domains: Domains, targets: torch.Tens
             for q in layer.preds:
                 _accumulate(lam, q, g)
         elif kind in ELEMENTWISE_FUNCTIONS:
+            out[layer.index] = g
             pre = layer.preds[0]
             if lo_key(pre) in domains:  # the chord's slope
                 l, u = domains[lo_key(pre)], domains[hi_key(pre)]
@@ -75,9 +96,10 @@ def _accumulate(lam: dict, k: int, g: torch.Tensor) -> None:
     lam[k] = g if k not in lam else lam[k] + g
 
 
-def relu_scores(mnet, structure, domains: Domains, targets: torch.Tensor) -> torch.Tensor:
+def neuron_scores(mnet, structure, domains: Domains, targets: torch.Tensor) -> torch.Tensor:
     """``[P, N]``: the scores of every split layer's neurons (in the order of ``structure.split_layers``,
-    concatenated); ``-1`` for neurons that are not unstable (stable, or split already)."""
+    concatenated), then of every curve layer's; ``-1`` for neurons that are no candidates (stable or split
+    ReLUs, curve neurons narrower than :data:`CURVE_MIN_WIDTH`)."""
     lam = backward_coefficients(mnet, structure, domains, targets)
     parts = []
     for s in structure.split_layers:
@@ -94,22 +116,42 @@ def relu_scores(mnet, structure, domains: Domains, targets: torch.Tensor) -> tor
         # a tiny intercept-based tie-break, so that an unstable neuron always outranks a stable one
         score = score + 1e-12 * (-g.clamp(max=0) * intercept + 1)
         parts.append(torch.where(unstable, score, torch.full_like(score, -1.0)))
+    for c in structure.curve_layers:
+        l, u = domains[lo_key(c.pre)], domains[hi_key(c.pre)]
+        g = lam.get(c.act, torch.zeros_like(l))
+        f, df = ELEMENTWISE_FUNCTIONS[c.kind], CURVE_DERIVATIVES[c.kind]
+        gap = (f(u, None) - f(l, None) - (u - l) * torch.minimum(df(l), df(u))).clamp(min=0)
+        score = g.abs() * gap + 1e-12 * (u - l)  # the width breaks ties (and makes every candidate positive)
+        parts.append(torch.where(_cuttable(l, u), score, torch.full_like(score, -1.0)))
     return torch.cat(parts, 1)
 
 
+def _cuttable(l: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    return (u - l) > CURVE_MIN_WIDTH
+
+
+def cut_points(l: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Where an S-curve neuron with input interval ``[l, u]`` is cut: 0 when it lies inside, else the midpoint."""
+    return torch.where((l < 0) & (u > 0), torch.zeros_like(l), (l + u) / 2)
+
+
 def unstable_count(structure, domains: Domains) -> torch.Tensor:
-    """``[P]``: each domain's unstable ReLU neurons."""
+    """``[P]``: each domain's neurons left to branch on (unstable ReLUs, curve neurons still wide enough)."""
     total = torch.zeros(len(domains), dtype=torch.int64)
     for s in structure.split_layers:
         l, u = domains[lo_key(s.pre)], domains[hi_key(s.pre)]
         total += ((l < 0) & (u > 0)).sum(1)
+    for c in structure.curve_layers:
+        total += _cuttable(domains[lo_key(c.pre)], domains[hi_key(c.pre)]).sum(1)
     return total
 
 
-def relu_children(structure, domains: Domains, choice: torch.Tensor) -> Domains:
+def neuron_children(structure, domains: Domains, choice: torch.Tensor) -> Domains:
     """The two children of every domain split on its neuron ``choice`` (``[P]``, indices into the
-    concatenated split layers): rows ``0..P-1`` active (``z >= 0``: lower bound 0), ``P..2P-1`` inactive
-    (``z <= 0``: upper bound 0); one split deeper."""
+    concatenated split layers, then curve layers): rows ``0..P-1`` the upper side (a ReLU: ``z >= 0``,
+    lower bound 0; a curve neuron: ``z >= t``), ``P..2P-1`` the lower side (``z <= 0``, ``z <= t``); one split
+    deeper.  ``split<pre>`` marks the split neuron: ``+1``/``-1`` by side (a curve neuron cut again keeps
+    the mark of its last cut; its interval holds all of them)."""
     p = len(domains)
     kids = domains.repeat(2)
     rows = torch.arange(p)
@@ -123,6 +165,16 @@ def relu_children(structure, domains: Domains, choice: torch.Tensor) -> Domains:
             kids[hi_key(s.pre)][r + p, n] = 0.0
             kids[split_key(s.pre)][r + p, n] = -1
         start += s.size
+    for c in structure.curve_layers:
+        hit = (choice >= start) & (choice < start + c.size)
+        if bool(hit.any()):
+            r, n = rows[hit], choice[hit] - start
+            t = cut_points(domains[lo_key(c.pre)][r, n], domains[hi_key(c.pre)][r, n])
+            kids[lo_key(c.pre)][r, n] = t
+            kids[split_key(c.pre)][r, n] = 1
+            kids[hi_key(c.pre)][r + p, n] = t
+            kids[split_key(c.pre)][r + p, n] = -1
+        start += c.size
     kids["depth"] = kids["depth"] + 1
     return kids
 

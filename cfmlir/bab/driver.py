@@ -7,7 +7,8 @@ Algorithm, for each input region of the property (until one is ``sat`` or the ti
    verified region is done.
 3. *Rounds*: the pool (:mod:`cfmlir.bab.domains`) gives up to ``batch`` domains (best-first: the smallest
    value; depth-first past half the memory bound); each is split in two (:mod:`cfmlir.bab.branching`: a
-   ReLU neuron, or an input dimension) and the children are bounded in one engine call
+   ReLU neuron, an S-curve neuron's input interval, or an input dimension) and the children are bounded in
+   one engine call
    (:mod:`cfmlir.bab.bounding`), starting from their parent's bounds; a child's row bounds are the better
    of its own and its parent's (both hold on it).  A child is dropped when verified or empty (a carried
    neuron with ``lo > hi``), decided exactly when no ReLU of it is unstable and the network is piecewise
@@ -17,8 +18,8 @@ Algorithm, for each input region of the property (until one is ``sat`` or the ti
    memory bound, an undecidable leaf or unsound bounds (the check) end the search ``unknown``.
 
 Every ``unsat`` rests on sound bounds of subdomains that cover the region: the children of a ReLU split
-cover their parent (``z >= 0`` or ``z <= 0``), the halves of a box cover it, and a child keeps only bounds
-that hold on it.  Every ``sat`` is a counterexample confirmed in float64.  The driver knows the certifier
+cover their parent (``z >= 0`` or ``z <= 0``), so do those of a cut (``z <= t`` or ``z >= t``), the halves of a
+box cover it, and a child keeps only bounds that hold on it.  Every ``sat`` is a counterexample confirmed in float64.  The driver knows the certifier
 only through its Float lower/upper bound members.
 """
 
@@ -95,7 +96,7 @@ class _RegionSearch:
         if self.lp_unstable is None:
             small = net.input_size + self.structure.relu_neurons <= SMALL_LP
             self.lp_unstable = self.structure.relu_neurons if small else LP_UNSTABLE
-        stats["branching"].append(self.mode)
+        stats["branching"].append(self._label())
         self.cert_params = bool(getattr(cert, "params", None))
         self.bounding = CertifierBounding(cert, self.mnet, self.structure, self.box, batch_size=options.engine_batch,
                                           check=check, region=ri, **engine_options)
@@ -106,9 +107,17 @@ class _RegionSearch:
         if self.options.branching != "auto":
             return self.options.branching
         free = int((self.box[1] > self.box[0]).sum())
-        if free <= AUTO_MAX_FREE_INPUTS or not self.structure.split_layers:
+        if free <= AUTO_MAX_FREE_INPUTS or not self.structure.branchable:
             return "input"
         return "relu"
+
+    def _label(self) -> str:
+        """What the search splits, for its stats: ``input``, ``relu``, ``curve`` (S-curve cuts) or ``relu+curve``."""
+        if self.mode != "relu":
+            return self.mode
+        kinds = [name for name, layers in (("relu", self.structure.split_layers), ("curve", self.structure.curve_layers))
+                 if layers]
+        return "+".join(kinds) or "relu"
 
     # -- the search ----------------------------------------------------------------------------------------
     def run(self) -> None:
@@ -164,14 +173,14 @@ class _RegionSearch:
         self._stop_if_unsound()
         for k, (lo, hi) in bounds.carried.items():
             root[lo_key(k)], root[hi_key(k)] = lo, hi
-        for s in self.structure.split_layers:
+        for s in self.structure.split_layers + self.structure.curve_layers:
             root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
         root["rows"] = bounds.rows
         root["value"] = self.objective.value(bounds.rows)
         self.stats["domains"] += 1
         if bool(self.objective.verified(bounds.rows)[0]) or bool(bounds.empty[0]):
             return None
-        if self.mode == "relu" and self.options.beta and self.structure.split_layers:
+        if self.mode == "relu" and self.options.beta and self.structure.branchable:
             self._start_beta(root)
         return root
 
@@ -184,9 +193,10 @@ class _RegionSearch:
                                   "float64 keeps them)")
             return
         rows = self.objective.rows
-        for s in self.structure.split_layers:
+        layers = self.structure.split_layers + self.structure.curve_layers
+        for s in layers:
             root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
-        self.bounding.beta_layers = tuple(s.pre for s in self.structure.split_layers)
+        self.bounding.beta_layers = tuple(s.pre for s in layers)
         with_term = self.bounding.bound(root, "replace").rows
         plain = root["rows"]
         # equal up to the run's rounding (a certifier that does not carry the term is off by the placeholders'
@@ -197,7 +207,7 @@ class _RegionSearch:
             return
         self.stats["beta"] = "off (the certifier does not carry the Lagrangian term)"
         self.bounding.beta_layers = ()
-        for s in self.structure.split_layers:
+        for s in layers:
             root.pop(beta_key(s.pre))
 
     def _optimize_beta(self, kids: Domains) -> None:
@@ -302,10 +312,10 @@ class _RegionSearch:
     def _branch_relu(self, batch: Domains) -> Domains:
         o, p = self.options, len(batch)
         targets = self.objective.target_rows(batch["rows"])
-        scores = branching.relu_scores(self.mnet, self.structure, batch, targets)
+        scores = branching.neuron_scores(self.mnet, self.structure, batch, targets)
         k = min(o.candidates, scores.shape[1]) if o.heuristic == "fsb" else 1
         top = scores.topk(k, dim=1)
-        cands = Domains.cat([branching.relu_children(self.structure, batch, top.indices[:, j]) for j in range(k)])
+        cands = Domains.cat([branching.neuron_children(self.structure, batch, top.indices[:, j]) for j in range(k)])
         self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
         choice = top.indices[:, 0]
         if k > 1:
@@ -317,17 +327,25 @@ class _RegionSearch:
             choice = top.indices[torch.arange(p), best]
         if o.refine:
             self._refine(cands, choice.repeat(2))
+        elif self.structure.curve_layers:  # a cut curve neuron tightens the layers after it only when they are recomputed
+            cut = choice.repeat(2) >= self.structure.relu_neurons
+            if bool(cut.any()):
+                self._refine(cands, choice.repeat(2), only=cut)
         self._optimize_beta(cands)
         return cands
 
-    def _refine(self, kids: Domains, choice: torch.Tensor) -> None:
+    def _refine(self, kids: Domains, choice: torch.Tensor, only: torch.Tensor | None = None) -> None:
         """Recompute the carried layers after each child's split layer (those before it cannot change),
-        intersected with the child's bounds: one engine call per split layer."""
-        layer_of = torch.cat([torch.full((s.size,), s.pre, dtype=torch.int64) for s in self.structure.split_layers])
+        intersected with the child's bounds: one engine call per split layer (``only``: ``[2P]`` bool, the
+        children to refine; default all)."""
+        st = self.structure
+        layer_of = torch.cat([torch.full((s.size,), s.pre, dtype=torch.int64) for s in st.split_layers + st.curve_layers])
         split_at = layer_of[choice]
+        if only is not None:
+            split_at = torch.where(only, split_at, torch.full_like(split_at, -1))
         for pre in torch.unique(split_at).tolist():
-            if not any(k > pre for k in self.structure.carried):
-                continue  # the last split layer: nothing after it to refine
+            if pre < 0 or not any(k > pre for k in self.structure.carried):
+                continue  # not refined, or the last split layer: nothing after it to refine
             rows = torch.nonzero(split_at == pre).reshape(-1)
             part = kids.select(rows)
             self._bound_into(part, "tighten", parent_rows=part["rows"], replace_upto=pre)

@@ -26,6 +26,12 @@ bound of ``g`` must equal its bound of ``f``; a certifier that concretises ``f``
 
 Soundness needs only ``beta >= 0`` and the sign ``s`` of the domain's own splits (``s = 0``: no term): the
 weights ``-beta * s`` are computed exactly in floating point (a sign change and a product by 1).
+
+A cut of an S-curve neuron (:mod:`cfmlir.bab.branching`) says ``s_i (z_i - t_i) >= 0`` for its point ``t_i``
+(``s_i = +1``: ``z_i >= t_i``, the interval's lower end; ``-1``: ``z_i <= t_i``, its upper end), so its term is
+``-beta_ri s_i (z_i - t_i)``: the same weights and the bias ``sum_i beta_ri s_i t_i`` (a ReLU split is the
+case ``t = 0``).  A smaller bias only loosens the bound, so the computed sum is rounded down by a bound of
+its rounding error (``(n + 2) eps sum |beta t|``, ``n`` terms).
 """
 
 from __future__ import annotations
@@ -45,18 +51,20 @@ def placeholder(dtype: torch.dtype) -> float:
     return torch.finfo(dtype).max / 2 ** 16
 
 
-def lagrangian_network(mnet: Network, weights: dict) -> Network:
-    """``mnet`` (the margin network, ``R`` rows) followed by ``g = f + sum_k W_k z_k`` (``weights``:
-    ``{k: W_k [P, R, n_k]}``, one entry per split layer's pre-activation layer ``k``); the layers of ``mnet``
-    keep their indices, the new ones follow (see the module docstring)."""
+def lagrangian_network(mnet: Network, weights: dict, biases: dict | None = None) -> Network:
+    """``mnet`` (the margin network, ``R`` rows) followed by ``g = f + sum_k (W_k z_k + c_k)`` (``weights``:
+    ``{k: W_k [P, R, n_k]}``, one entry per split layer's pre-activation layer ``k``; ``biases``: ``{k: c_k
+    [P, R]}`` for the layers with cut points, others 0); the layers of ``mnet`` keep their indices, the new
+    ones follow (see the module docstring)."""
     layers = [_copy_layer(l) for l in mnet.layers]
     rows = mnet.layers[-1].size
     cur = mnet.layers[-1].index
+    biases = biases or {}
     for k, w in weights.items():
         i = len(layers)
-        zero = torch.zeros(w.shape[0], rows, dtype=w.dtype)
+        bias = biases[k] if k in biases else torch.zeros(w.shape[0], rows, dtype=w.dtype)
         layers.append(Layer(index=i, kind="affine", shape=(rows,), preds=[k], name=f"beta{k}", linear_kind="dense",
-                            weight=w, bias=zero))
+                            weight=w, bias=bias))
         layers.append(Layer(index=i + 1, kind="add", shape=(rows,), preds=[cur, i], name=f"lagrangian{k}"))
         cur = i + 1
     return Network(layers, source=mnet.source, notices=mnet.notices, input_name=mnet.input_name)
@@ -80,6 +88,21 @@ def new_layer_overrides(mnet: Network, lnet: Network, batch: int, dtype: torch.d
 def split_weights(betas: dict, signs: dict) -> dict:
     """``{k: -beta_k * s_k}`` (``betas[k]`` ``[P, R, n_k]`` >= 0, ``signs[k]`` ``[P, n_k]`` in {-1, 0, 1})."""
     return {k: -(b * signs[k].to(b.dtype).unsqueeze(1)) for k, b in betas.items()}
+
+
+def cut_biases(betas: dict, signs: dict, points: dict) -> dict:
+    """``{k: sum_i beta_ki s_ki t_ki}`` ``[P, R]``, rounded down (see the module docstring), for the layers of
+    ``points`` (``{k: t_k [P, n_k]}``, the cut points of S-curve neurons)."""
+    out = {}
+    for k, t in points.items():
+        if k not in betas:
+            continue
+        b = betas[k]
+        st = (signs[k].to(b.dtype) * t.to(b.dtype)).unsqueeze(1)  # [P, 1, n]: exact (a sign times t)
+        n = st.shape[-1]
+        err = (n + 2) * torch.finfo(b.dtype).eps * (b.abs() * st.abs()).sum(2) + n * torch.finfo(b.dtype).tiny
+        out[k] = (b * st).sum(2) - err
+    return out
 
 
 def project(raw: torch.Tensor, split: torch.Tensor) -> torch.Tensor:

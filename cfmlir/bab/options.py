@@ -14,8 +14,8 @@ AUTO_MAX_FREE_INPUTS = 16
 
 @dataclass
 class BabOptions:
-    """``branching``: ``"relu"`` (split unstable ReLU neurons; complete on ReLU networks), ``"input"`` (halve
-    input boxes) or ``"auto"``; ``heuristic``: ``"fsb"`` (filtered smart branching over ``candidates``
+    """``branching``: ``"relu"`` (split unstable ReLU neurons -- complete on ReLU networks -- and cut S-curve
+    neurons' input intervals, :mod:`cfmlir.bab.branching`), ``"input"`` (halve input boxes) or ``"auto"``; ``heuristic``: ``"fsb"`` (filtered smart branching over ``candidates``
     scored candidates) or ``"babsr"`` (the best score alone); ``batch``: domains branched per round (their
     children are bounded in one engine call, ``engine_batch`` rows at most); ``refine``: recompute the
     intermediate bounds of ReLU-split children too (tighter, a full certifier pass per child); ``lp_unstable``:

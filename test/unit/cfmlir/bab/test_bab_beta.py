@@ -139,7 +139,7 @@ def test_optimisation_tightens_and_children_inherit_it(shipped):
     for k, b in betas.items():
         d[beta_key(k)] = b
     unstable = torch.nonzero((d[lo_key(1)][0] < 0) & (d[hi_key(1)][0] > 0) & (d[split_key(1)][0] == 0)).reshape(-1)
-    kids = branching.relu_children(st, d.select(slice(0, 1)), unstable[:1])
+    kids = branching.neuron_children(st, d.select(slice(0, 1)), unstable[:1])
     for k in bounding.beta_layers:
         assert torch.equal(kids[beta_key(k)], d[beta_key(k)][:1].repeat(2, 1, 1))
     assert bool((kids[beta_key(1)][:, :, int(unstable[0])] == 0).all())

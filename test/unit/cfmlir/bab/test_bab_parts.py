@@ -81,7 +81,7 @@ def test_relu_children_cover_the_parent():
         d[lo_key(s.pre)] = -torch.ones(2, s.size, dtype=torch.float64)
         d[hi_key(s.pre)] = torch.ones(2, s.size, dtype=torch.float64)
         d[split_key(s.pre)] = torch.zeros(2, s.size, dtype=torch.int8)
-    kids = branching.relu_children(st, d, torch.tensor([1, 5 + 2]))  # neuron 1 of layer 1, neuron 2 of layer 3
+    kids = branching.neuron_children(st, d, torch.tensor([1, 5 + 2]))  # neuron 1 of layer 1, neuron 2 of layer 3
     assert kids["depth"].tolist() == [1, 1, 1, 1]
     assert float(kids["lo1"][0, 1]) == 0.0 and float(kids["hi1"][0, 1]) == 1.0 and int(kids["split1"][0, 1]) == 1
     assert float(kids["hi1"][2, 1]) == 0.0 and float(kids["lo1"][2, 1]) == -1.0 and int(kids["split1"][2, 1]) == -1
@@ -185,7 +185,7 @@ def test_refine_replaces_up_to_the_split_layer_and_tightens_after(shipped, seed)
     both = (vals[3] > 0).any(0) & (vals[3] < 0).any(0)
     assert bool(both.any())  # the test means something
     n = int(torch.nonzero(both)[0])
-    kids = branching.relu_children(st, root, torch.tensor([8 + n]))  # layer 3 follows layer 1's 8 neurons
+    kids = branching.neuron_children(st, root, torch.tensor([8 + n]))  # layer 3 follows layer 1's 8 neurons
     out = bounding.bound(kids, "tighten", replace_upto=3)
     for k in (1, 3):
         assert torch.equal(out.carried[k][0], kids[lo_key(k)]) and torch.equal(out.carried[k][1], kids[hi_key(k)])
