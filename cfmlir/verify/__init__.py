@@ -23,7 +23,7 @@ from cfmlir.verify.errors import FragmentError
 from cfmlir.verify.rules import COUNTEREXAMPLE, UNKNOWN, VERIFIED, RuleResult, verify_rule
 
 #: Changes whenever the prover's answers may change (a cached proof from another version is stale).
-PROVER_VERSION = "2025.11-delta-5"
+PROVER_VERSION = "2025.11-delta-6"
 
 __all__ = ["verify_source", "verify_checked", "verify_certifier", "exit_status", "FragmentError", "RuleResult",
            "VERIFIED", "COUNTEREXAMPLE", "UNKNOWN", "PROVER_VERSION"]

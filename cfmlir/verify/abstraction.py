@@ -55,6 +55,11 @@ class Abstraction:
     def term(self, node):
         return to_z3(node, self._fn_atom, self._memo)
 
+    def name_atom(self, a, real) -> None:
+        """Write the atom ``a`` (an ``inv`` one: a sigmoid, :mod:`cfmlir.verify.scurve`) as ``real`` in
+        every term written after this; the caller states what ``real`` is."""
+        self._memo[("atom", a.id)] = real
+
     def real(self, a):
         """The z3 real of the application atom ``a`` (once a term holding it was written)."""
         return self._vars[a.id]
@@ -152,6 +157,12 @@ class Abstraction:
 def applications(nodes) -> list:
     """The function applications (``exp``, ``log``, ``sin``, ``cos``, ``floor``) of ``nodes``, inner
     ones too, in id order."""
+    return [a for a in fn_atoms(nodes) if a.f in _UNARY]
+
+
+def fn_atoms(nodes) -> list:
+    """Every function atom (``inv`` too) of ``nodes``, inner ones and those inside conditionals, in
+    id order."""
     seen: dict[int, object] = {}
     stack = []
     for n in nodes:
@@ -166,7 +177,7 @@ def applications(nodes) -> list:
         else:
             stack.extend(a.a.atoms)
             stack.extend(a.b.atoms)
-    return sorted((a for a in seen.values() if isinstance(a, E.Fn) and a.f in _UNARY), key=lambda a: a.id)
+    return sorted((a for a in seen.values() if isinstance(a, E.Fn)), key=lambda a: a.id)
 
 
 def _exp_facts(v, t) -> list:

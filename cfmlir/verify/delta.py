@@ -22,7 +22,8 @@ Algorithm:
 5. *Cases* (:mod:`cfmlir.verify.cases`): every ``If`` (``min``, ``abs``, a rule's conditional)
    split away, infeasible partial cases pruned by box contraction; every case is a conjunction of
    smooth atoms ``g >= 0`` / ``g > 0``.
-6. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`) or,
+6. Each case is *refuted* exactly, by z3 on its abstraction (:mod:`cfmlir.verify.abstraction`), with
+   the sigmoid's tangent and chord lemmas (:mod:`cfmlir.verify.scurve`: CROWN's lifted tangents) or,
    for one atom with a function in it, by proving its negation on the others
    (:mod:`cfmlir.verify.reduce`: monotonicity, convexity, splitting, branch and prune).
 7. The cases left are *searched* by branch and prune (:mod:`cfmlir.verify.boxes`) for a point where
@@ -185,6 +186,8 @@ def _refuted(prover: Prover, atoms) -> bool:
     if prover.z3_unsat(tuple(atoms), full=True):
         return True
     if prover.extrema_unsat(tuple(atoms)):
+        return True
+    if prover.scurve_unsat(tuple(atoms)):
         return True
     for comp in _components(atoms):
         targets = [a for a in reversed(comp) if a.p.fns]  # the negated goal's atoms come last

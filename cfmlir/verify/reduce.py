@@ -41,6 +41,7 @@ import time
 from cfmlir.verify import abstraction
 from cfmlir.verify import expr as E
 from cfmlir.verify import interval as I
+from cfmlir.verify import scurve
 from cfmlir.verify import trig_extrema
 from cfmlir.verify.boxes import Outcome, Region, sample, search
 from cfmlir.verify.calculus import NotDifferentiable, affine_in, derivative
@@ -95,6 +96,10 @@ class Prover:
         recursion, all of them (``full``) for a whole case."""
         return self._cached((_key(atoms), full), lambda left: self.abstraction.unsat(
             list(atoms), timeout=min(self.z3_timeout, left), full=full))
+
+    def scurve_unsat(self, atoms) -> bool:
+        """The sigmoid's tangent and chord lemmas (:mod:`cfmlir.verify.scurve`), for a whole case."""
+        return self._cached((_key(atoms), "scurve"), lambda left: scurve.unsat(list(atoms), timeout=min(1.0, left)))
 
     def extrema_unsat(self, atoms) -> bool:
         """The ``sin``/``cos`` extremum lemma in linear z3

@@ -51,14 +51,6 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
 // CHECK: cf.func @tanh_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
-// CHECK: cf.func @sig_lower(%n: !cf.neuron) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
-// CHECK: cf.func @sig_upper(%n: !cf.neuron) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
-// CHECK: cf.func @tanh_lower(%n: !cf.neuron) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
-// CHECK: cf.func @tanh_upper(%n: !cf.neuron) -> !cf.polyexp {
-// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @mp_top(%t: !cf.float, %n: !cf.neuron) -> !cf.float {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
 // CHECK: cf.func @mp_rest(%t: !cf.float, %floor: !cf.float, %n: !cf.neuron) -> !cf.float {
@@ -133,6 +125,40 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @sp_chord(%l: !cf.float, %u: !cf.float) -> !cf.float {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_at(%d: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @tanh_at(%d: !cf.float, %x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_tangent(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @tanh_tangent(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @ddsigma(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_newton(%l: !cf.float, %d: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_tp(%l: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sig_up(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sig_lo(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @tanh_up(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @tanh_lo(%n: !cf.neuron, %d: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.parameter @sdu for ["Sigmoid"] {
+// CHECK-NEXT: Sigmoid(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}
+// CHECK: cf.parameter @sdl for ["Sigmoid"] {
+// CHECK-NEXT: Sigmoid(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}
+// CHECK: cf.parameter @tdu for ["Tanh"] {
+// CHECK-NEXT: Tanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}
+// CHECK: cf.parameter @tdl for ["Tanh"] {
+// CHECK-NEXT: Tanh(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.yield {{.*}} : !cf.float, !cf.float, !cf.float{{$}}
 // CHECK: cf.func @sp_lower(%n: !cf.neuron) -> !cf.polyexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @sp_upper(%n: !cf.neuron) -> !cf.polyexp {

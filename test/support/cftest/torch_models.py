@@ -87,8 +87,16 @@ def global_pool(seed: int = 0) -> nn.Module:
     return nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3))
 
 
+def mlp_sigmoid(seed: int = 0) -> nn.Module:
+    return mlp(seed, nn.Sigmoid)
+
+
+def mlp_tanh(seed: int = 0) -> nn.Module:
+    return mlp(seed, nn.Tanh)
+
+
 #: name -> (builder, input shape without the batch)
-MODELS = {"mlp": (mlp, (1, 3, 4)), "cnn": (cnn, (2, 6, 6)), "plain_cnn": (plain_cnn, (2, 6, 6)),
+MODELS = {"mlp": (mlp, (1, 3, 4)), "mlp_sigmoid": (mlp_sigmoid, (1, 3, 4)), "mlp_tanh": (mlp_tanh, (1, 3, 4)), "cnn": (cnn, (2, 6, 6)), "plain_cnn": (plain_cnn, (2, 6, 6)),
           "residual": (residual, (2, 8, 8)), "global_pool": (global_pool, (2, 6, 6))}
 
 

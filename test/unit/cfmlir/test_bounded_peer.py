@@ -71,3 +71,20 @@ def test_same_bounds_as_auto_lirpa(tmp_path, name):
                 ours = bounded.bounds(box=(lb, ub), C=C)
             for got, want in zip(ours, peer[f"{cert}/{case}"]):
                 torch.testing.assert_close(got.detach(), want, rtol=1e-4, atol=1e-3, msg=lambda m: f"{cert} {case}: {m}")
+
+
+@pytest.mark.parametrize("name", ["mlp_sigmoid", "mlp_tanh"])
+def test_crown_s_curve_lines_as_auto_lirpa(tmp_path, name):
+    """``alpha_deeppoly`` at its initial tangent points has CROWN's sigmoid and tanh lines: its bounds are
+    auto_LiRPA's ``CROWN`` on boxes wide enough that most neurons straddle 0 (scaled inputs, up to 3)."""
+    model = tm.model(name, dtype=torch.float32)
+    x = tm.inputs(name, batch=3, dtype=torch.float32)
+    cases = {}
+    for w in (0.05, 0.5, 3.0):
+        cases[f"w{w}"] = {"lb": x - w, "ub": x + w, "C": None, "method": "CROWN"}
+    peer = _peer(tmp_path, model, cases)
+    bounded = cfmlir.BoundedNetwork(model, "alpha_deeppoly")
+    for case, c in cases.items():
+        got = bounded.bounds(box=(c["lb"], c["ub"]))
+        for g, want in zip(got, peer[case]):
+            torch.testing.assert_close(g.detach(), want, rtol=1e-4, atol=1e-3, msg=lambda m: f"{name} {case}: {m}")
