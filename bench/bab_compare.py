@@ -2,7 +2,7 @@
 one run at a time on this machine (issue 26, acceptance 3).
 
     .venv/bin/python bench/bab_compare.py BENCHMARKS_DIR --benchmarks mnistfc,acasxu [--first 20] [--every 1]
-        [--timeout CAP_S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier deeppoly]
+        [--timeout CAP_S] [--abcrown ../abcrown] [--reference RESULTS_CSV_DIR] [--certifier auto]
         [--tools ours,abcrown] [--ours-args "--bab-beta off"] [--out bench/results/bab_compare.json]
         [--device cuda --abcrown-python python3]     # both tools on a GPU (bench/gpu_session.sh)
 
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=None, help="cap the CSV's time limits at S seconds")
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
-    ap.add_argument("--certifier", default="deeppoly")
+    ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly on sigmoid/tanh nets)")
     ap.add_argument("--ours-args", default="", help="more cf-run arguments for ours, e.g. '--bab-beta off'")
     ap.add_argument("--tools", default="ours,abcrown")
     ap.add_argument("--device", default="cpu",

@@ -96,6 +96,7 @@ import time
 from pathlib import Path
 
 from cfmlir.api_args import short_data_note
+from cfmlir.tools import auto_certifier
 from cfmlir.tools.run_args import (DEFAULT_CERTIFIER, DEFAULT_EPS, UsageError, build_parser, check_options, check_preprocessing_flags,
                                    parse_eps)
 from cfmlir.tools.run_setup import (LoadedProgram, api_certifier, check_status, engine_label, error_line, exit_status_of,
@@ -194,7 +195,7 @@ def run(args) -> int:
             eps = parse_eps(args.eps)
 
 
-    certifier = args.certifier or DEFAULT_CERTIFIER
+    certifier = auto_certifier.resolve(args.certifier, args.net)
     loaded = load_program(args, certifier)
     if args.vnnlib is not None:
         return finish_vnnlib(args, *vnnlib_instance(args, loaded, certifier, check))

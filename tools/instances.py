@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cfmlir.api_args import ArgumentError, check_timeout
-from cfmlir.tools import run_args, run_setup, vnnlib_mode
+from cfmlir.tools import auto_certifier, run_args, run_setup, vnnlib_mode
 
 #: the longest a worker may take to start (import torch, compile the certifier) in --instances mode
 PREPARE_LIMIT_S = 600.0
@@ -225,7 +225,7 @@ def _worker_main(conn, args) -> None:
             traceback.print_exc()
         return ("failed", run_setup.error_line(e), run_setup.exit_status_of(e), getattr(e, "result_verdict", "error"))
 
-    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
+    certifier = auto_certifier.resolve(args.certifier, args.net)
     try:
         loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))
@@ -416,7 +416,7 @@ def run_with_timeout(args, start: float) -> int:
     """One VNN-LIB instance within ``args.timeout`` seconds of :func:`time.monotonic` time ``start`` (the
     process's start, :func:`cfmlir.tools.deadline.process_start`); cf-run's exit status."""
 
-    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
+    certifier = auto_certifier.resolve(args.certifier, args.net)
     kill_at = kill_time(args.timeout, start)
     if kill_at <= time.monotonic():  # the time is up already: no worker to start
         outcome = Outcome("timeout", time.monotonic() - start)
@@ -458,6 +458,8 @@ def run_instances(args) -> int:
     from cfruntime.results import VERDICTS
 
     t_start = time.perf_counter()
+    if args.certifier == auto_certifier.AUTO:
+        raise run_args.UsageError("--certifier auto chooses by one network's activations: not with --instances")
     certifier = args.certifier or run_args.DEFAULT_CERTIFIER
     instances = read_instances(args.instances)
     csv_path = Path(args.instances)
@@ -692,6 +694,7 @@ def prepare_main(argv: list[str] | None = None) -> int:
         print("error: usage: python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB", file=sys.stderr)
         return 1
     _, certifier, net, vnnlib = argv
+    certifier = auto_certifier.resolve(certifier, net)
     try:
         from cfruntime.errors import PropertyError
         from cfruntime.properties import parse_vnnlib

@@ -9,4 +9,4 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/entry_point.sh"
 entry_args prepare_instance.sh "BENCHMARK ONNX VNNLIB" 4 "$@"
-exec "$PY" -m cfmlir.tools.instances prepare "${CF_CERTIFIER:-deeppoly}" "$3" "$4"
+exec "$PY" -m cfmlir.tools.instances prepare "${CF_CERTIFIER:-auto}" "$3" "$4"

@@ -5,7 +5,8 @@
 # (unsat, sat, unknown, timeout or error) on its first line and, for sat, the confirmed counterexample
 # ((X_0 v) ... (Y_0 v) ...).  The analysis runs in a child process that cf-run kills after TIMEOUT seconds
 # (counted from cf-run's start).  BENCHMARK is not used (one setting for every category).
-# Environment: CF_CERTIFIER (shipped name or .cf file, default deeppoly), CF_DEVICE (default cpu; cuda for
+# Environment: CF_CERTIFIER (shipped name or .cf file, default auto: alpha_deeppoly on sigmoid/tanh nets,
+# deeppoly otherwise), CF_DEVICE (default cpu; cuda for
 # the GPU), CF_DTYPE (float64 or float32, default float64), CF_PYTHON (default: the repository's .venv).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/entry_point.sh"
@@ -16,7 +17,7 @@ RESULTS="$5"
 TIMEOUT="$6"
 # a result file from an earlier run must never stand for this one
 rm -f "$RESULTS"
-"$PY" -m cfmlir.tools.cf_run --certifier "${CF_CERTIFIER:-deeppoly}" --net "$ONNX" --vnnlib "$VNNLIB" \
+"$PY" -m cfmlir.tools.cf_run --certifier "${CF_CERTIFIER:-auto}" --net "$ONNX" --vnnlib "$VNNLIB" \
     --results "$RESULTS" --timeout "$TIMEOUT" --device "${CF_DEVICE:-cpu}" --dtype "${CF_DTYPE:-float64}"
 status=$?
 if [ ! -s "$RESULTS" ]; then  # cf-run could not even start (bad arguments, no python): still a result

@@ -154,3 +154,29 @@ def test_bad_command_line_is_one_line_and_status_1(tool, args):
 def test_version():
     p = run("--version")
     assert p.returncode == 0 and p.stdout.startswith("cf-run (cfmlir ") and "torch " in p.stdout and "xdsl " in p.stdout
+
+
+@pytest.mark.parametrize("activation, chosen", [("sigmoid", "alpha_deeppoly"), ("tanh", "alpha_deeppoly"), ("relu", "deeppoly")])
+@pytest.mark.parametrize("timeout", [(), ("--timeout", "60")], ids=["in_process", "worker"])
+def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, timeout):
+    """``--certifier auto``: CROWN's S-curve lines (alpha_deeppoly) on a sigmoid or tanh net, deeppoly on
+    a ReLU net -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
+    rng = np.random.default_rng(0)
+    w = [rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)]
+    net = tmp_path / f"{activation}.onnx"
+    onnx.save(mlp_model(w, activations=activation, input_shape=(2,)), str(net))
+    prop = tmp_path / "p.vnnlib"
+    prop.write_text("(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+                    "(assert (>= X_0 0))\n(assert (<= X_0 0.01))\n(assert (>= X_1 0))\n(assert (<= X_1 0.01))\n"
+                    "(assert (>= Y_1 1000))\n")
+    out = tmp_path / "v.json"
+    p = run("--certifier", "auto", "--net", net, "--vnnlib", prop, "--json", out, *timeout)
+    assert p.returncode == 0, p.stderr
+    d = json.loads(out.read_text())
+    assert d["certifier"] == chosen and d["verdict"] == "unsat"
+
+
+def test_auto_certifier_needs_one_network(tmp_path):
+    csv_file = tmp_path / "instances.csv"
+    csv_file.write_text("a.onnx,p.vnnlib,10\n")
+    assert_one_line_error(run("--certifier", "auto", "--instances", csv_file))
