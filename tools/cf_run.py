@@ -195,7 +195,8 @@ def run(args) -> int:
             eps = parse_eps(args.eps)
 
 
-    certifier = auto_certifier.resolve(args.certifier, args.net)
+    # every later reading of args.certifier (a shipped certifier or a user's .cf file) sees the one chosen
+    args.certifier = certifier = auto_certifier.resolve(args.certifier, args.net)
     loaded = load_program(args, certifier)
     if args.vnnlib is not None:
         return finish_vnnlib(args, *vnnlib_instance(args, loaded, certifier, check))

@@ -225,7 +225,9 @@ def _worker_main(conn, args) -> None:
             traceback.print_exc()
         return ("failed", run_setup.error_line(e), run_setup.exit_status_of(e), getattr(e, "result_verdict", "error"))
 
-    certifier = auto_certifier.resolve(args.certifier, args.net)
+    # (auto resolved here, in the worker: the parent imports neither onnx nor torch; every later reading
+    # of args.certifier -- a shipped certifier or a user's .cf file -- sees the certifier chosen)
+    args.certifier = certifier = auto_certifier.resolve(args.certifier, args.net)
     try:
         loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))
@@ -416,7 +418,6 @@ def run_with_timeout(args, start: float) -> int:
     """One VNN-LIB instance within ``args.timeout`` seconds of :func:`time.monotonic` time ``start`` (the
     process's start, :func:`cfmlir.tools.deadline.process_start`); cf-run's exit status."""
 
-    certifier = auto_certifier.resolve(args.certifier, args.net)
     kill_at = kill_time(args.timeout, start)
     if kill_at <= time.monotonic():  # the time is up already: no worker to start
         outcome = Outcome("timeout", time.monotonic() - start)
@@ -441,6 +442,7 @@ def run_with_timeout(args, start: float) -> int:
         from cfruntime.default_data import default_network_path
 
         net = default_network_path()
+    certifier = auto_certifier.resolve(args.certifier, args.net)
     out = {"certifier": str(certifier), "network": str(net), "vnnlib": str(args.vnnlib), "verdict": "timeout",
            "timeout_s": args.timeout, "times": {"elapsed_s": elapsed}}
     lines = [f"certifier {certifier} on {Path(net).name}, property {Path(args.vnnlib).name} "

@@ -173,7 +173,8 @@ def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, ti
     p = run("--certifier", "auto", "--net", net, "--vnnlib", prop, "--json", out, *timeout)
     assert p.returncode == 0, p.stderr
     d = json.loads(out.read_text())
-    assert d["certifier"] == chosen and d["verdict"] == "unsat"
+    # the shipped certifier, not a user's file named 'auto' (whose every batch would be checked: 50x slower)
+    assert d["certifier"] == chosen and d["verdict"] == "unsat" and d["proved"] == "shipped"
 
 
 def test_auto_certifier_needs_one_network(tmp_path):
