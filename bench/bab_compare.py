@@ -199,7 +199,7 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=None, help="cap the CSV's time limits at S seconds")
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
-    ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly on sigmoid/tanh nets)")
+    ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly, deeppoly on residual ReLU nets)")
     ap.add_argument("--ours-args", default="", help="more cf-run arguments for ours, e.g. '--bab-beta off'")
     ap.add_argument("--tools", default="ours,abcrown")
     ap.add_argument("--device", default="cpu",

@@ -96,12 +96,17 @@ class OptimizeReport:
 
 def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, device="cpu", sparse: bool = True,
                     widen: bool | None = None, verified=None, report: OptimizeReport | None = None,
-                    keep_final: bool = False):
+                    keep_final: bool = False, params=None, deadline: float | None = None):
     """Optimised bounds of ``network``'s last layer over the boxes ``[lb, ub]`` (one batch): ``(lower
     [B, n], upper [B, n], final run)`` -- the final run with every sample's best parameters (its store
     holds every layer's bounds), made when widening or ``keep_final``, else None.  ``verified(lower) -> [B] bool`` says which
-    samples need no more work (default: every row's lower bound is positive).  See the module
-    docstring for the algorithm."""
+    samples need no more work (default: every row's lower bound is positive); ``params``: the
+    :class:`~cfruntime.flow.param_store.ParamStore` to optimise (default a new one; afterwards it holds every
+    sample's best values); ``deadline``: a :func:`time.monotonic` time after which no further iteration starts
+    (the best so far is kept; ``report.stopped`` says ``"deadline"``).  See the module docstring for the
+    algorithm."""
+    import time
+
     import torch
 
     from cfruntime.flow import widening
@@ -115,7 +120,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         def verified(lower):
             return (lower > 0).all(1)
 
-    params = ParamStore(requires_grad=True, sparse=True)
+    params = params if params is not None else ParamStore(requires_grad=True, sparse=True)
     # the final widened run is in float64: rigorous, and its widening (~1e-12) costs nothing, where a
     # widened float32 run costs ~1e-3 on every margin (docs/optimisation.md)
     final_dtype = torch.float64 if widen else dtype
@@ -132,7 +137,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     history: list = []  # the summed lower bound per iteration, read once after the loop
     report.stopped = "iterations"
     for i in range(options.iterations):
-        last = i == options.iterations - 1
+        last = i == options.iterations - 1 or (deadline is not None and time.monotonic() > deadline)
         # iterations skip the finite check (a NaN is never kept as best; the final run is checked)
         res = run(grad=not last)
         lower, upper = res.lower, res.upper
@@ -170,6 +175,8 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             report.stopped = "no improvement"
             break
         if last:
+            if i < options.iterations - 1:
+                report.stopped = "deadline"
             break
         if opt is None:  # e.g. alpha_deeppoly on a sigmoid net: the first run is the result
             report.stopped = "no parameters"

@@ -196,7 +196,7 @@ def run(args) -> int:
 
 
     # every later reading of args.certifier (a shipped certifier or a user's .cf file) sees the one chosen
-    args.certifier = certifier = auto_certifier.resolve(args.certifier, args.net)
+    certifier = auto_certifier.apply(args)
     loaded = load_program(args, certifier)
     if args.vnnlib is not None:
         return finish_vnnlib(args, *vnnlib_instance(args, loaded, certifier, check))

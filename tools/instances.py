@@ -227,7 +227,7 @@ def _worker_main(conn, args) -> None:
 
     # (auto resolved here, in the worker: the parent imports neither onnx nor torch; every later reading
     # of args.certifier -- a shipped certifier or a user's .cf file -- sees the certifier chosen)
-    args.certifier = certifier = auto_certifier.resolve(args.certifier, args.net)
+    certifier = auto_certifier.apply(args)
     try:
         loaded = run_setup.load_program(args, certifier)
         conn.send(("ready", loaded.compile_s))

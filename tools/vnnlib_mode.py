@@ -143,10 +143,13 @@ def _bab(args, prog, net, prop, lows, check):
     max_domains = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else None)
     from cfmlir.optimize import options_from
 
-    # --optimize N: the root's parameters optimised (alpha-CROWN at the root), its bounds carried by every child
-    optimize = options_from(getattr(args, "optimize", None) or None, getattr(args, "lr", None))
+    # --optimize N (or auto's choice, BaB only: auto_certifier.BAB_OPTIMIZE): the root's parameters optimised
+    # (alpha-CROWN at the root), its bounds and parameters carried by every child
+    given = getattr(args, "optimize", None)
+    optimize = options_from(given or getattr(args, "bab_optimize", None) or None, getattr(args, "lr", None))
     options = BabOptions(branching=getattr(args, "bab_branching", "auto"), max_domains=max_domains,
                          engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize,
+                         optimize_input=given is not None,
                          beta=getattr(args, "bab_beta", "on") == "on")
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,

@@ -5,8 +5,8 @@
 # (unsat, sat, unknown, timeout or error) on its first line and, for sat, the confirmed counterexample
 # ((X_0 v) ... (Y_0 v) ...).  The analysis runs in a child process that cf-run kills after TIMEOUT seconds
 # (counted from cf-run's start).  BENCHMARK is not used (one setting for every category).
-# Environment: CF_CERTIFIER (shipped name or .cf file, default auto: alpha_deeppoly on sigmoid/tanh nets,
-# deeppoly otherwise), CF_DEVICE (default cpu; cuda for
+# Environment: CF_CERTIFIER (shipped name or .cf file, default auto: alpha_deeppoly with its branch-and-bound
+# root optimised, deeppoly on residual ReLU nets; tools/auto_certifier.py), CF_DEVICE (default cpu; cuda for
 # the GPU), CF_DTYPE (float64 or float32, default float64), CF_PYTHON (default: the repository's .venv).
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/entry_point.sh"

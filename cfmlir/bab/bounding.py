@@ -31,17 +31,20 @@ import torch
 
 from cfmlir.bab.domains import Domains
 from cfmlir.bab.lagrangian import beta_key, cut_biases, lagrangian_network, new_layer_overrides, project, split_weights
+from cfmlir.bab.warm_params import fields_of, root_columns, warm_store
 
 
 @dataclass
 class Bounds:
     """What bounding a batch of ``P`` domains gave: the rows' lower bounds ``[P, R]``; the carried layers'
     new bounds ``{k: (lo [P, n_k], hi [P, n_k])}`` (``reuse="tighten"`` and the root; else None); ``empty``
-    ``[P]``: domains some carried neuron of which has ``lo > hi`` (the subdomain has no point)."""
+    ``[P]``: domains some carried neuron of which has ``lo > hi`` (the subdomain has no point); ``alphas``:
+    the certifier's optimised parameters as domain fields (:mod:`cfmlir.bab.warm_params`; the root only)."""
 
     rows: torch.Tensor
     carried: dict | None
     empty: torch.Tensor
+    alphas: dict | None = None
 
 
 def lo_key(k: int) -> str:
@@ -80,6 +83,9 @@ class CertifierBounding:
         #: split layers whose constraints enter the bound through multipliers (``domains["beta<k>"]``,
         #: :mod:`cfmlir.bab.lagrangian`); empty: none (set by the driver once the certifier carries them)
         self.beta_layers: tuple[int, ...] = ()
+        #: the certifier's parameters the domains carry (:mod:`cfmlir.bab.warm_params`): ``{(name, k):
+        #: columns}``, set by :meth:`bound_optimized`; empty: none (children start from the initial values)
+        self.alpha_cols: dict = {}
 
     def _boxes(self, domains: Domains):
         if "lb" in domains:
@@ -113,21 +119,28 @@ class CertifierBounding:
                 empty |= (lo > hi).any(1)
         return Bounds(rows, carried, empty)
 
-    def bound_optimized(self, domains: Domains, optimize, verified) -> Bounds:
+    def bound_optimized(self, domains: Domains, optimize, verified, deadline: float | None = None) -> Bounds:
         """Bounds of the domains (the root) with the certifier's parameters optimised for their rows
         (:func:`cfmlir.optimize.optimize_bounds`, alpha-CROWN's loop; ``optimize``: its
-        :class:`~cfmlir.optimize.OptimizeOptions`, ``verified(rows) -> [P] bool``: where to stop early).
+        :class:`~cfmlir.optimize.OptimizeOptions`, ``verified(rows) -> [P] bool``: where to stop early;
+        ``deadline``: when to stop iterating, a :func:`time.monotonic` time).
         Every layer's bounds come from the final run with each domain's best parameters (any parameter
         values give sound bounds), so the carried layers are as tight as the optimisation made them and
-        every later child, bounded with the parameters' initial values, starts from them."""
+        every later child starts from them; the optimised parameters of the rows come back as domain fields
+        (``Bounds.alphas``), where children start theirs from (:mod:`cfmlir.bab.warm_params`)."""
         from cfmlir.engines import store_layer_bounds
         from cfmlir.optimize import optimize_bounds
+        from cfruntime.flow.param_store import ParamStore
 
         lb, ub = self._boxes(domains)
         o = self.options
+        params = ParamStore(requires_grad=True, sparse=True)
         lower, upper, final = optimize_bounds(self.cert, self.mnet, lb, ub, optimize, dtype=o["dtype"],
                                               device=o["device"], sparse=o["sparse"], widen=o["widen"],
-                                              verified=verified, keep_final=True)
+                                              verified=verified, keep_final=True, params=params, deadline=deadline)
+        reader = self.mnet.layers[-1].index
+        self.alpha_cols = root_columns(params, reader)
+        alphas = fields_of(params, reader, self.alpha_cols)
         lower, upper = lower.to("cpu", torch.float64), upper.to("cpu", torch.float64)
         self.rows_bounded += lower.shape[0]
         layers = store_layer_bounds(self.cert, self.mnet, final, lower, upper)
@@ -137,7 +150,7 @@ class CertifierBounding:
         empty = torch.zeros(lower.shape[0], dtype=torch.bool)
         for lo, hi in carried.values():
             empty |= (lo > hi).any(1)
-        return Bounds(lower, carried, empty)
+        return Bounds(lower, carried, empty, alphas or None)
 
     def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
         from cfmlir.engines import store_layer_bounds
@@ -160,9 +173,11 @@ class CertifierBounding:
             betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
             net = self._lagrangian(betas, domains, a, b, overrides)
         read_layers = want_layers or self.check is not None
+        params = warm_store(domains, a, b, net.layers[-1].index, self.alpha_cols)
+        extra = {} if params is None else {"params": params, "graph": False}
         # a replayed CUDA graph keeps the last layer's bounds only (no store): never where layers are read
         res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides,
-                            graph=False if read_layers else None, **self.options)
+                            **{"graph": False if read_layers else None, **extra}, **self.options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None
         if read_layers:
@@ -201,9 +216,11 @@ class CertifierBounding:
                       step_dtype: torch.dtype | None = None):
         """Each domain's multipliers optimised for its rows (beta-CROWN's loop): projected Adam on the
         values of its open disjuncts, from the domain's own ``beta<k>`` (its parent's: a warm start).
-        Returns ``(rows [P, R], {k: beta [P, R, n_k]})``: per domain a bound of its rows and the multipliers
-        of the iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``) are
-        optimised with them (Adam at ``alpha_lr``, projected into their domains), from their initial values.
+        Returns ``(rows [P, R], {k: beta [P, R, n_k]}, alphas)``: per domain a bound of its rows and the
+        multipliers of the iteration whose value was best.  A certifier's own parameters (``alpha_deeppoly``)
+        are optimised with them (Adam at ``alpha_lr``, projected into their domains), from the domain's own
+        (its parent's, :mod:`cfmlir.bab.warm_params`) or else their initial values; ``alphas``: the fields
+        of the best iteration's (``{}``: the domains carry none).
         The soundness check sees the rows returned.
 
         ``step_dtype``: the precision of the gradient steps (None: the search's own).  When it is the search's,
@@ -219,8 +236,9 @@ class CertifierBounding:
         dtype = self.options["dtype"]
         apart = step_dtype is not None and step_dtype != dtype
         step_options = {**self.options, "dtype": step_dtype, "widen": False} if apart else self.options
-        rows_out, betas_out = [], {k: [] for k in self.beta_layers}
+        rows_out, betas_out, alphas_out = [], {k: [] for k in self.beta_layers}, {}
         lb, ub = self._boxes(domains)
+        reader = self.mnet.layers[-1].index + 2 * len(self.beta_layers)  # the Lagrangian network's last layer
         for a in range(0, len(domains), self.batch_size):
             b = min(a + self.batch_size, len(domains))
             raw = {k: domains[beta_key(k)][a:b].to(torch.float64).clone().requires_grad_(True) for k in self.beta_layers}
@@ -228,10 +246,12 @@ class CertifierBounding:
             opt = Adam(raw.values(), lr=lr)
             # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
             # their initial values (any values are sound; the store makes them on the first run)
-            params = ParamStore(requires_grad=True, sparse=True) if getattr(self.cert, "params", None) else None
+            params = warm_store(domains, a, b, reader, self.alpha_cols, requires_grad=True)
+            if params is None and getattr(self.cert, "params", None):
+                params = ParamStore(requires_grad=True, sparse=True)
             extra = {} if params is None else {"params": params}
             best_rows = best_value = None
-            best_beta = {}
+            best_beta, best_alpha = {}, {}
             step, final = 0, iterations == 1
             while True:
                 options = self.options if final or not apart else step_options
@@ -246,13 +266,17 @@ class CertifierBounding:
                     value = objective.value(lower.detach())
                     if final or not apart:  # a bound: kept
                         best_rows = lower.detach().clone() if best_rows is None else torch.maximum(best_rows, lower.detach())
+                    alphas = fields_of(params, reader, self.alpha_cols) if params is not None else {}
                     if best_value is None:
                         best_value, best_beta = value, {k: v.detach().clone() for k, v in betas.items()}
+                        best_alpha = alphas
                     else:
                         better = value > best_value
                         best_value = torch.where(better, value, best_value)
                         for k, v in betas.items():
                             best_beta[k][better] = v.detach()[better]
+                        for f, v in alphas.items():
+                            best_alpha[f][better] = v[better]
                 if final:
                     break
                 if bool(objective.verified(best_rows if not apart else lower.detach()).all()):
@@ -280,7 +304,10 @@ class CertifierBounding:
             rows_out.append(best_rows)
             for k in self.beta_layers:
                 betas_out[k].append(best_beta[k].to(dtype if dtype != torch.float64 else torch.float32))
-        return torch.cat(rows_out), {k: torch.cat(v) for k, v in betas_out.items()}
+            for f, v in best_alpha.items():
+                alphas_out.setdefault(f, []).append(v)
+        return (torch.cat(rows_out), {k: torch.cat(v) for k, v in betas_out.items()},
+                {f: torch.cat(v) for f, v in alphas_out.items()})
 
     def _beta_run(self, betas: dict, domains: Domains, a: int, b: int, lb, ub, options: dict, extra: dict, grad: bool):
         """One run of the Lagrangian network of rows ``a:b`` with ``options`` (its dtype may differ from the

@@ -41,6 +41,8 @@ from cfmlir.bab.structure import structure_of
 
 #: the first attack may take this share of the time left
 ATTACK_SHARE = 0.2
+#: the root's parameter optimisation (``BabOptions.optimize``) may take this share of the time left
+ROOT_OPTIMIZE_SHARE = 0.25
 
 
 class _Stop(Exception):
@@ -165,9 +167,10 @@ class _RegionSearch:
                         "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
         if self.mode == "input":
             root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
-        if self.options.optimize is not None and self.cert_params:
+        if self.options.optimize is not None and self.cert_params and (self.mode == "relu" or self.options.optimize_input):
             bounds = self.bounding.bound_optimized(
-                root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)))
+                root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
+                deadline=self._share(ROOT_OPTIMIZE_SHARE))
         else:
             bounds = self.bounding.bound(root, "tighten")
         self._stop_if_unsound()
@@ -175,6 +178,7 @@ class _RegionSearch:
             root[lo_key(k)], root[hi_key(k)] = lo, hi
         for s in self.structure.split_layers + self.structure.curve_layers:
             root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)
+        root.update(bounds.alphas or {})
         root["rows"] = bounds.rows
         root["value"] = self.objective.value(bounds.rows)
         self.stats["domains"] += 1
@@ -194,11 +198,12 @@ class _RegionSearch:
             return
         rows = self.objective.rows
         layers = self.structure.split_layers + self.structure.curve_layers
+        # the same run without the term (the root's rows may be better: the best of an optimisation)
+        plain = self.bounding.bound(root, "replace").rows
         for s in layers:
             root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
         self.bounding.beta_layers = tuple(s.pre for s in layers)
         with_term = self.bounding.bound(root, "replace").rows
-        plain = root["rows"]
         # equal up to the run's rounding (a certifier that does not carry the term is off by the placeholders'
         # size, ~1e33): 1e-9 relative in float64, ~1e-4 in an unwidened float32 run
         tol = max(1e-9, 1000 * torch.finfo(self.bounding.options["dtype"]).eps)
@@ -223,13 +228,15 @@ class _RegionSearch:
         part = kids.select(idx)
         o = self.options
         step_dtype = None if o.beta_dtype is None else getattr(torch, o.beta_dtype)
-        rows, betas = self.bounding.optimize_beta(part, self.objective, o.beta_iterations, o.beta_lr,
-                                                  step_dtype=step_dtype)
+        rows, betas, alphas = self.bounding.optimize_beta(part, self.objective, o.beta_iterations, o.beta_lr,
+                                                          step_dtype=step_dtype)
         self._stop_if_unsound()
         kids["rows"][idx] = torch.maximum(part["rows"], rows)
         kids["value"][idx] = self.objective.value(kids["rows"][idx])
         for k, b in betas.items():
             kids[beta_key(k)][idx] = b
+        for f, v in alphas.items():
+            kids[f][idx] = v
 
     def _rounds(self, pool: DomainPool) -> None:
         last = 0.0
@@ -312,19 +319,24 @@ class _RegionSearch:
     def _branch_relu(self, batch: Domains) -> Domains:
         o, p = self.options, len(batch)
         targets = self.objective.target_rows(batch["rows"])
-        scores = branching.neuron_scores(self.mnet, self.structure, batch, targets)
+        scores, backup = branching.candidate_scores(self.mnet, self.structure, batch, targets)
         k = min(o.candidates, scores.shape[1]) if o.heuristic == "fsb" else 1
         top = scores.topk(k, dim=1)
-        cands = Domains.cat([branching.neuron_children(self.structure, batch, top.indices[:, j]) for j in range(k)])
+        indices, values = top.indices, top.values
+        if o.heuristic == "fsb" and o.intercept_candidates:  # and the best by the intercept score not among them
+            more = backup.scatter(1, indices, -1.0).topk(min(o.intercept_candidates, backup.shape[1]), dim=1)
+            indices, values = torch.cat([indices, more.indices], 1), torch.cat([values, more.values], 1)
+            k = indices.shape[1]
+        cands = Domains.cat([branching.neuron_children(self.structure, batch, indices[:, j]) for j in range(k)])
         self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
-        choice = top.indices[:, 0]
+        choice = indices[:, 0]
         if k > 1:
-            values = cands["value"].clone()
-            invalid = (top.values < 0).T.reshape(k, 1, p).expand(k, 2, p).reshape(-1)  # a stable candidate
-            values[invalid] = -torch.inf
-            best = branching.pick_best_candidates(values, p, k)
+            values_c = cands["value"].clone()
+            invalid = (values < 0).T.reshape(k, 1, p).expand(k, 2, p).reshape(-1)  # a stable candidate
+            values_c[invalid] = -torch.inf
+            best = branching.pick_best_candidates(values_c, p, k, branching.FSB_REDUCE)
             cands = branching.gather_candidate_children(cands, best, p, k)
-            choice = top.indices[torch.arange(p), best]
+            choice = indices[torch.arange(p), best]
         if o.refine:
             self._refine(cands, choice.repeat(2))
         elif self.structure.curve_layers:  # a cut curve neuron tightens the layers after it only when they are recomputed

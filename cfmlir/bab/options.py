@@ -38,6 +38,11 @@ class BabOptions:
     branching: str = "auto"
     heuristic: str = "fsb"
     candidates: int = 3
+    #: FSB over neuron splits also bounds this many candidates ranked by the intercept score (alpha-beta-CROWN's
+    #: kFSB's second ranking), the best not among the ``candidates`` by BaBSR's; 0: none.  One, not
+    #: ``candidates``: on mnistfc 256x2 prop_0 (DeepPoly) 3 + 3 took 3119 subdomains and 3 + 1 1575 (BaBSR's
+    #: alone 1237); on oval21 cifar_base_kw img5303 BaBSR's alone never decides in 60 s, 3 + 1 in 75 (docs/bab.md)
+    intercept_candidates: int = 1
     batch: int = 64
     engine_batch: int = 1024
     refine: bool = False
@@ -49,6 +54,11 @@ class BabOptions:
     memory_bytes: int = 1 << 30
     max_domains: int | None = None
     optimize: object = None
+    #: whether ``optimize`` applies when the search splits the input box (ACAS Xu): every input child
+    #: recomputes every layer, from the parameters' initial values but for the rows', so the root's
+    #: optimisation buys less there (``--certifier auto`` turns it off: on the ACAS Xu subset it halved the
+    #: subdomains per second and decided the same)
+    optimize_input: bool = True
     seed: int = 0
     beta: bool = True
     #: 5, not beta-CROWN's 20: each iteration is a forward and backward pass of every open child, and with
@@ -73,6 +83,8 @@ class BabOptions:
             raise ValueError(f"beta_lr must be positive, got {self.beta_lr}")
         if self.beta_dtype not in (None, "float32", "float64"):
             raise ValueError(f"beta_dtype must be float32, float64 or None, not '{self.beta_dtype}'")
+        if int(self.intercept_candidates) < 0:
+            raise ValueError(f"intercept_candidates must be >= 0, got {self.intercept_candidates}")
         for name in ("candidates", "batch", "engine_batch", "memory_bytes", "beta_iterations"):
             if int(getattr(self, name)) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")

@@ -60,10 +60,14 @@ class ParamStore:
 
     ``fill(lo, hi, init) -> raw`` (``[B, n]`` tensors) overrides the initial value (tests draw random
     values); ``requires_grad`` makes every raw tensor a leaf an optimiser can update; ``sparse`` keeps
-    pair tensors' free columns only (see the module docstring)."""
+    pair tensors' free columns only (see the module docstring); ``pair_start(key, start) -> raw or None``
+    overrides a pair tensor's initial values (``start``: ``[B, n_S, n_k]``, the declared ones; a warm start
+    from values an earlier run found, e.g. a branch-and-bound parent's, :meth:`pair_columns`)."""
 
-    def __init__(self, fill: Callable | None = None, requires_grad: bool = False, sparse: bool = False):
+    def __init__(self, fill: Callable | None = None, requires_grad: bool = False, sparse: bool = False,
+                 pair_start: Callable | None = None):
         self.fill = fill
+        self.pair_start = pair_start
         self.requires_grad = requires_grad
         self.sparse = sparse
         self.raw: dict[tuple, torch.Tensor] = {}
@@ -103,6 +107,9 @@ class ParamStore:
             start = start.detach()
             if key[3] == PAIR:
                 start = start.unsqueeze(1)
+                if self.pair_start is not None:
+                    warm = self.pair_start(key, start.expand(shape))
+                    start = start if warm is None else warm.detach().to(start.dtype)
                 cols = self._free_columns(lo, hi) if math.prod(shape) >= SPARSE_MIN_NUMEL else None
                 if cols is not None:
                     self.columns[key] = cols
@@ -136,6 +143,19 @@ class ParamStore:
             return project(raw, lo, hi)
         value = KeptColumns(project(raw, lo[..., cols], hi[..., cols]), torch.clamp(lo, min=lo, max=hi), cols)
         return value if kept else value.dense()
+
+    @torch.no_grad()
+    def pair_columns(self, key: tuple, cols: torch.Tensor) -> torch.Tensor:
+        """The raw values ``[B, n_S, len(cols)]`` of pair tensor ``key`` on the owner layer's columns
+        ``cols``; a column it keeps no raw value for (sparse) reads its domain's lower end in the last run."""
+        t = self.raw[key]
+        kept = self.columns.get(key)
+        if kept is None:
+            return t[..., cols].detach()
+        lo, hi = self.last_domains[(key[0], key[2])]
+        full = torch.minimum(lo, hi).to(t.dtype).unsqueeze(1).expand(t.shape[0], t.shape[1], lo.shape[-1]).clone()
+        full[..., kept] = t.detach()
+        return full[..., cols]
 
     @torch.no_grad()
     def project_(self) -> None:

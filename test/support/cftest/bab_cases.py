@@ -70,3 +70,71 @@ def root_domain(bounding, structure, rows: int, *, beta: bool = False):
         if beta:
             root[beta_key(s.pre)] = torch.zeros(1, rows, s.size, dtype=torch.float32)
     return root, first
+
+
+def random_subdomains(st, root, vals, g, n_domains: int, n_splits: int):
+    """``n_domains`` children of ``root``, each with ``n_splits`` random neurons split the way a random
+    sampled point has them (so each subdomain has that point): ``st`` the structure, ``root`` the root domain,
+    ``vals`` every layer's values at the sampled points, ``g`` a generator."""
+    import torch
+
+    from cfmlir.bab.bounding import hi_key, lo_key, split_key
+
+    p = vals[0].shape[0]
+    d = root.repeat(n_domains)
+    total = sum(s.size for s in st.split_layers)
+    for r in range(n_domains):
+        point = int(torch.randint(p, (1,), generator=g))
+        for flat in torch.randperm(total, generator=g)[:n_splits].tolist():
+            start = 0
+            for s in st.split_layers:
+                if flat < start + s.size:
+                    n = flat - start
+                    if float(vals[s.pre][point, n]) >= 0:
+                        d[split_key(s.pre)][r, n], d[lo_key(s.pre)][r, n] = 1, max(0.0, float(d[lo_key(s.pre)][r, n]))
+                    else:
+                        d[split_key(s.pre)][r, n], d[hi_key(s.pre)][r, n] = -1, min(0.0, float(d[hi_key(s.pre)][r, n]))
+                    break
+                start += s.size
+    return d
+
+
+def inside_subdomain(st, d, vals, r):
+    """``[N]`` bool: which sampled points (``vals``) lie in domain ``r`` of ``d`` (its ReLU splits hold)."""
+    import torch
+
+    from cfmlir.bab.bounding import split_key
+
+    ok = torch.ones(vals[0].shape[0], dtype=torch.bool)
+    for s in st.split_layers:
+        sign = d[split_key(s.pre)][r]
+        z = vals[s.pre]
+        ok &= ~(((sign > 0) & (z < 0)) | ((sign < 0) & (z > 0))).any(1)
+    return ok
+
+
+def case_bounding(cert, case):
+    """``(objective, margin network, structure, bounding)`` of a case's first region, bounded by the compiled
+    certifier ``cert`` (a ``cfmlir.bab.bounding.CertifierBounding`` over the region's box)."""
+    import torch
+
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.bab.objective import Objective
+    from cfmlir.bab.structure import structure_of
+
+    region = case.prop.regions[0]
+    obj = Objective(region)
+    mnet = case.net.with_margin_layer(obj.A)
+    st = structure_of(mnet)
+    box = (torch.from_numpy(np.asarray(region.lb, float)), torch.from_numpy(np.asarray(region.ub, float)))
+    return obj, mnet, st, CertifierBounding(cert, mnet, st, box)
+
+
+def empty_root(rows: int):
+    """The search's root before anything is known: rows and value 0, depth 0."""
+    import torch
+
+    from cfmlir.bab.domains import Domains
+
+    return Domains({"rows": torch.zeros(1, rows, dtype=torch.float64), "value": torch.zeros(1, dtype=torch.float64),
+                    "depth": torch.zeros(1, dtype=torch.int32)})

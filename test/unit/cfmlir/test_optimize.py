@@ -71,6 +71,25 @@ def test_early_stop_when_every_row_is_verified(shipped):
     assert rep.iterations == 1 and rep.stopped == "verified"
 
 
+def test_a_deadline_ends_the_loop_with_the_best_so_far(shipped):
+    """Past its deadline the loop starts no further iteration: a deadline already passed gives one run
+    (the initial parameters' bounds, sound), ``stopped == "deadline"``; a later one lets it run on."""
+    import time
+
+    net, lb, ub, mnet = _problem()
+    cert = shipped.compiled("alpha_deeppoly")
+    rep = OptimizeReport()
+    lower, _, _ = optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10, early_stop=False),
+                                  dtype=torch.float64, report=rep, deadline=time.monotonic() - 1)
+    assert rep.iterations == 1 and rep.stopped == "deadline"
+    start = run_certifier(cert, mnet, lb, ub)
+    assert torch.allclose(lower, start.lower, rtol=0, atol=1e-12)
+    rep = OptimizeReport()
+    optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10, early_stop=False, patience=100),
+                    dtype=torch.float64, report=rep, deadline=time.monotonic() + 600)
+    assert rep.iterations == 10 and rep.stopped == "iterations"
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_network_without_parametric_layers_is_one_plain_run(shipped, dtype):
     """alpha_deeppoly on a net of affine layers only: no rule the network uses has parameters, so there is

@@ -156,15 +156,34 @@ def test_version():
     assert p.returncode == 0 and p.stdout.startswith("cf-run (cfmlir ") and "torch " in p.stdout and "xdsl " in p.stdout
 
 
-@pytest.mark.parametrize("activation, chosen", [("sigmoid", "alpha_deeppoly"), ("tanh", "alpha_deeppoly"), ("relu", "deeppoly")])
+def _residual_model(rng):
+    """``y = W3 relu(h + W2 h)``, ``h = relu(W1 x + b1)``: a ReLU net with a residual join (2 -> 4 -> 2)."""
+    def init(name, shape):
+        return onnx.numpy_helper.from_array(rng.normal(size=shape).astype(np.float32), name)
+
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["z1"], transB=1), helper.make_node("Relu", ["z1"], ["h"]),
+             helper.make_node("Gemm", ["h", "w2"], ["z2"], transB=1), helper.make_node("Add", ["h", "z2"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]), helper.make_node("Gemm", ["r", "w3"], ["y"], transB=1)]
+    graph = helper.make_graph(nodes, "residual", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])],
+                              [init("w1", (4, 2)), init("b1", (4,)), init("w2", (4, 4)), init("w3", (2, 4))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("activation, chosen", [("sigmoid", "alpha_deeppoly"), ("tanh", "alpha_deeppoly"),
+                                                ("relu", "alpha_deeppoly"), ("residual", "deeppoly")])
 @pytest.mark.parametrize("timeout", [(), ("--timeout", "60")], ids=["in_process", "worker"])
 def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, timeout):
-    """``--certifier auto``: CROWN's S-curve lines (alpha_deeppoly) on a sigmoid or tanh net, deeppoly on
-    a ReLU net -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
+    """``--certifier auto``: alpha_deeppoly (CROWN's S-curve lines, the root's slopes optimised in branch and
+    bound) on a sigmoid, tanh or plain ReLU net, deeppoly on a ReLU net with a residual join (a bias ``Add``
+    is no join) -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
     rng = np.random.default_rng(0)
-    w = [rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)]
     net = tmp_path / f"{activation}.onnx"
-    onnx.save(mlp_model(w, activations=activation, input_shape=(2,)), str(net))
+    if activation == "residual":
+        onnx.save(_residual_model(rng), str(net))
+    else:
+        w = [rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)]
+        onnx.save(mlp_model(w, activations=activation, input_shape=(2,)), str(net))
     prop = tmp_path / "p.vnnlib"
     prop.write_text("(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
                     "(assert (>= X_0 0))\n(assert (<= X_0 0.01))\n(assert (>= X_1 0))\n(assert (<= X_1 0.01))\n"
@@ -181,3 +200,39 @@ def test_auto_certifier_needs_one_network(tmp_path):
     csv_file = tmp_path / "instances.csv"
     csv_file.write_text("a.onnx,p.vnnlib,10\n")
     assert_one_line_error(run("--certifier", "auto", "--instances", csv_file))
+
+
+@pytest.mark.parametrize("given, chosen, bab_optimize", [
+    ("auto", "alpha_deeppoly", 20), ("alpha_deeppoly", "alpha_deeppoly", None), ("deeppoly", "deeppoly", None)])
+def test_auto_optimises_the_root_of_branch_and_bound_only(tmp_path, monkeypatch, given, chosen, bab_optimize):
+    """``auto`` choosing a certifier with parameters sets ``bab_optimize``: branch and bound optimises the
+    root's parameters (``auto_certifier.BAB_OPTIMIZE`` iterations; not when the search splits the input
+    box), the first pass does not; a certifier named, or ``--optimize N`` given, is taken as it is."""
+    import argparse
+
+    from cfmlir.bab import driver
+    from cfmlir.tools import auto_certifier, vnnlib_mode
+
+    rng = np.random.default_rng(0)
+    net = tmp_path / "s.onnx"
+    onnx.save(mlp_model([rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)],
+                        activations="sigmoid", input_shape=(2,)), str(net))
+    args = argparse.Namespace(certifier=given, net=str(net), optimize=None)
+    assert auto_certifier.apply(args) == chosen and args.certifier == chosen
+    assert getattr(args, "bab_optimize", None) == bab_optimize
+    seen = {}
+    monkeypatch.setattr(driver, "run_bab", lambda *a, options, **k: seen.setdefault("options", options))
+    monkeypatch.setattr(vnnlib_mode, "make_engine",
+                        lambda a, p: argparse.Namespace(dtype="float64", sparse=True, widen=False))
+    args.__dict__.update(engine="compiled", bab="auto", split_deadline=1e12, max_boxes=None, batch_size=100,
+                         bab_branching="auto", bab_beta="on", lr=None, device="cpu")
+    prop = argparse.Namespace(regions=[])
+    vnnlib_mode._bab(args, None, None, prop, [], None)
+    opt = seen["options"]
+    assert (opt.optimize is None) == (bab_optimize is None) and opt.optimize_input is False
+    if bab_optimize is not None:
+        assert opt.optimize.iterations == auto_certifier.BAB_OPTIMIZE
+    args.optimize = 5  # --optimize N: the first pass and the root, input splitting included
+    seen.clear()
+    vnnlib_mode._bab(args, None, None, prop, [], None)
+    assert seen["options"].optimize.iterations == 5 and seen["options"].optimize_input is True

@@ -17,7 +17,7 @@ from cfmlir.bab.driver import run_bab
 from cfmlir.bab.lagrangian import beta_key, lagrangian_network, split_weights
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.structure import structure_of
-from cftest.bab_cases import random_case, root_domain
+from cftest.bab_cases import inside_subdomain, random_case, random_subdomains, root_domain
 from cftest.nets import mlp
 
 PER_CASE_S = 120
@@ -27,37 +27,6 @@ def _root(bounding, st, rows: int):
     root, first = root_domain(bounding, st, rows, beta=True)
     root["rows"] = first.rows
     return root
-
-
-def _subdomains(st, root, vals, g, n_domains: int, n_splits: int):
-    """``n_domains`` children of ``root``, each with ``n_splits`` random neurons split the way a random
-    sampled point has them (so each subdomain has that point)."""
-    p = vals[0].shape[0]
-    d = root.repeat(n_domains)
-    total = sum(s.size for s in st.split_layers)
-    for r in range(n_domains):
-        point = int(torch.randint(p, (1,), generator=g))
-        for flat in torch.randperm(total, generator=g)[:n_splits].tolist():
-            start = 0
-            for s in st.split_layers:
-                if flat < start + s.size:
-                    n = flat - start
-                    if float(vals[s.pre][point, n]) >= 0:
-                        d[split_key(s.pre)][r, n], d[lo_key(s.pre)][r, n] = 1, max(0.0, float(d[lo_key(s.pre)][r, n]))
-                    else:
-                        d[split_key(s.pre)][r, n], d[hi_key(s.pre)][r, n] = -1, min(0.0, float(d[hi_key(s.pre)][r, n]))
-                    break
-                start += s.size
-    return d
-
-
-def _inside(st, d, vals, r):
-    ok = torch.ones(vals[0].shape[0], dtype=torch.bool)
-    for s in st.split_layers:
-        sign = d[split_key(s.pre)][r]
-        z = vals[s.pre]
-        ok &= ~(((sign > 0) & (z < 0)) | ((sign < 0) & (z > 0))).any(1)
-    return ok
 
 
 @pytest.mark.parametrize("spec", ["deeppoly", "skippoly", "deepz", "alpha_deeppoly"])
@@ -76,7 +45,7 @@ def test_bounds_hold_at_any_multipliers(shipped, spec, seed):
     root = _root(bounding, st, 2)
     x = lb + (ub - lb) * torch.rand(40000, 3, generator=g, dtype=torch.float64)
     vals = mnet.forward_all(x)
-    d = _subdomains(st, root, vals, g, 24, 1 + seed * 2)
+    d = random_subdomains(st, root, vals, g, 24, 1 + seed * 2)
     plain = bounding.bound(d, "replace").rows
     bounding.beta_layers = tuple(s.pre for s in st.split_layers)
     assert torch.allclose(bounding.bound(d, "replace").rows, plain, rtol=1e-12, atol=1e-12)  # beta = 0
@@ -85,19 +54,19 @@ def test_bounds_hold_at_any_multipliers(shipped, spec, seed):
             d[beta_key(s.pre)] = (scale * torch.rand(24, 2, s.size, generator=g)).to(torch.float32)
         rows = bounding.bound(d, "replace").rows
         for r in range(24):
-            inside = _inside(st, d, vals, r)
+            inside = inside_subdomain(st, d, vals, r)
             assert int(inside.sum()) > 0
             assert bool((vals[-1][inside] >= rows[r] - 1e-9 * (1 + rows[r].abs())).all()), (scale, r)
     # the optimised ones too (steps in float64, then in float32 with a float64 final run), and with float64
     # steps they are never worse than the multipliers they start from
     start = bounding.bound(d, "replace").rows
     for step_dtype in (None, torch.float32):
-        opt_rows, betas = bounding.optimize_beta(d, Objective(_region(A)), 10, 0.05, step_dtype=step_dtype)
+        opt_rows, betas, _ = bounding.optimize_beta(d, Objective(_region(A)), 10, 0.05, step_dtype=step_dtype)
         assert opt_rows.dtype == torch.float64
         if step_dtype is None:
             assert bool((opt_rows >= start - 1e-12).all())
         for r in range(24):
-            inside = _inside(st, d, vals, r)
+            inside = inside_subdomain(st, d, vals, r)
             assert bool((vals[-1][inside] >= opt_rows[r] - 1e-9 * (1 + opt_rows[r].abs())).all()), (step_dtype, r)
         for s in st.split_layers:  # projected: >= 0, and 0 where nothing is split
             b = betas[s.pre]
@@ -126,7 +95,7 @@ def _split_children(shipped, spec: str):
     bounding.beta_layers = tuple(s.pre for s in st.split_layers)
     root = _root(bounding, st, 1)
     vals = mnet.forward_all(lb + (ub - lb) * torch.rand(5000, 3, generator=g, dtype=torch.float64))
-    return A, st, bounding, vals, _subdomains(st, root, vals, g, 16, 4)
+    return A, st, bounding, vals, random_subdomains(st, root, vals, g, 16, 4)
 
 
 def test_optimisation_tightens_and_children_inherit_it(shipped):
@@ -134,7 +103,7 @@ def test_optimisation_tightens_and_children_inherit_it(shipped):
     children of a child start from its multipliers (a new split's at 0)."""
     A, st, bounding, vals, d = _split_children(shipped, "deeppoly")
     plain = bounding.bound(d, "replace").rows
-    rows, betas = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 20, 0.05)
+    rows, betas, _ = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 20, 0.05)
     assert bool((rows >= plain - 1e-12).all()) and bool((rows > plain + 1e-6).any())
     for k, b in betas.items():
         d[beta_key(k)] = b
@@ -179,7 +148,7 @@ def test_an_infeasible_subdomain_is_pruned(shipped):
     plain = bounding.bound(d, "replace").rows
     bounding.beta_layers = (1,)
     assert not bool(objective.verified(plain)[0])
-    rows, _ = bounding.optimize_beta(d, objective, 40, 0.5)
+    rows, _, _ = bounding.optimize_beta(d, objective, 40, 0.5)
     assert bool(objective.verified(rows)[0]) and float(rows[0, 0]) > float(plain[0, 0]) + 5
 
 
@@ -210,7 +179,7 @@ def test_a_certifier_that_does_not_carry_the_term_runs_without(shipped):
 
 
 @pytest.mark.parametrize("seed", [1, 5, 9])
-def test_beta_decides_with_fewer_subdomains(shipped, seed):
+def test_beta_decides_with_fewerrandom_subdomains(shipped, seed):
     """Unsat random instances decided without the LP (``lp_unstable=0``: bounds alone) as the MILP says,
     with far fewer subdomains with multipliers than without (which exhausts a 3x larger budget on some)."""
     cert = shipped.compiled("deeppoly")
@@ -280,14 +249,14 @@ def test_float32_steps_steer_and_a_float64_run_bounds(shipped, spec, monkeypatch
         return res, lower
 
     monkeypatch.setattr(CertifierBounding, "_beta_run", spy)
-    rows, _ = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 8, 0.05,
+    rows, _, _ = bounding.optimize_beta(d, Objective(_region(A, torch.tensor([1e3], dtype=torch.float64))), 8, 0.05,
                                      step_dtype=torch.float32)
     assert [(dt, w, gr) for dt, w, gr, _ in runs[:-1]] == [(torch.float32, False, True)] * 7
     assert runs[-1][:3] == (torch.float64, None, False)
     assert torch.equal(rows, runs[-1][3])
     assert bool((rows > plain + 1e-6).any())
     for r in range(16):
-        inside = _inside(st, d, vals, r)
+        inside = inside_subdomain(st, d, vals, r)
         assert bool((vals[-1][inside] >= rows[r] - 1e-9 * (1 + rows[r].abs())).all()), r
 
 
@@ -306,7 +275,7 @@ def test_float32_steps_stop_at_a_float64_run_once_they_verify(shipped, monkeypat
         return res, lower
 
     monkeypatch.setattr(CertifierBounding, "_beta_run", spy)
-    rows, _ = bounding.optimize_beta(d, objective, 200, 0.5, step_dtype=torch.float32)
+    rows, _, _ = bounding.optimize_beta(d, objective, 200, 0.5, step_dtype=torch.float32)
     assert bool(objective.verified(rows)[0])
     assert len(runs) < 200 and runs[-1][0] == torch.float64 and runs[-2][0] == torch.float32
     assert bool(objective.verified(runs[-2][2])[0])  # the float32 iterate that verified ...

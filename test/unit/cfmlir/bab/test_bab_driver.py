@@ -17,7 +17,7 @@ import cfmlir
 from cfmlir.bab import BabOptions, verify_property
 from cfmlir.bab.driver import run_bab
 from cfmlir.tools.cf_run import main as cf_run
-from cftest.bab_cases import random_case
+from cftest.bab_cases import case_bounding, empty_root, random_case
 from cftest.instances_folder import numpy_forward, relu_net, vnnlib_text
 from cftest.milp import min_violation, min_violation_by_enumeration
 
@@ -164,12 +164,6 @@ def test_root_optimisation_of_a_parametric_certifier(shipped):
     """``BabOptions(optimize=...)`` with alpha-DeepPoly: the root's rows are at least the unoptimised ones
     (above them somewhere: the optimisation means something), every carried layer's bounds hold on concrete
     points of the box, and the search still decides as the MILP does."""
-    import numpy as np
-
-    from cfmlir.bab.bounding import CertifierBounding
-    from cfmlir.bab.domains import Domains
-    from cfmlir.bab.objective import Objective
-    from cfmlir.bab.structure import structure_of
     from cfmlir.optimize import OptimizeOptions
 
     cert = shipped.compiled("alpha_deeppoly")
@@ -177,16 +171,11 @@ def test_root_optimisation_of_a_parametric_certifier(shipped):
     gained = False
     for seed in (1, 2, 5):
         case = random_case(seed, margin=0.10, max_depth=2, max_width=12)
-        region = case.prop.regions[0]
-        obj = Objective(region)
-        mnet = case.net.with_margin_layer(obj.A)
-        st = structure_of(mnet)
-        box = (torch.from_numpy(np.asarray(region.lb, float)), torch.from_numpy(np.asarray(region.ub, float)))
-        bounding = CertifierBounding(cert, mnet, st, box)
+        obj, mnet, st, bounding = case_bounding(cert, case)
+        box = bounding.box
 
         def root():
-            return Domains({"rows": torch.zeros(1, obj.rows, dtype=torch.float64),
-                            "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
+            return empty_root(obj.rows)
 
         plain = bounding.bound(root(), "tighten")
         opt = bounding.bound_optimized(root(), optimize, lambda rows: torch.zeros(rows.shape[0], dtype=torch.bool))
