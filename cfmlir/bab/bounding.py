@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.bab.domains import Domains
-from cfmlir.bab.lagrangian import beta_key, cut_biases, lagrangian_network, new_layer_overrides, project, split_weights
+from cfmlir.bab.lagrangian import (beta_key, cut_biases, lagrangian_network, last_layer_index, new_layer_overrides,
+                                   project, split_weights)
 from cfmlir.bab.warm_params import fields_of, root_columns, warm_store
 
 
@@ -238,14 +239,14 @@ class CertifierBounding:
         step_options = {**self.options, "dtype": step_dtype, "widen": False} if apart else self.options
         rows_out, betas_out, alphas_out = [], {k: [] for k in self.beta_layers}, {}
         lb, ub = self._boxes(domains)
-        reader = self.mnet.layers[-1].index + 2 * len(self.beta_layers)  # the Lagrangian network's last layer
+        reader = last_layer_index(self.mnet, self.beta_layers)  # the Lagrangian network's last layer reads them
         for a in range(0, len(domains), self.batch_size):
             b = min(a + self.batch_size, len(domains))
             raw = {k: domains[beta_key(k)][a:b].to(torch.float64).clone().requires_grad_(True) for k in self.beta_layers}
             signs = {k: domains[split_key(k)][a:b] for k in self.beta_layers}
             opt = Adam(raw.values(), lr=lr)
-            # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from
-            # their initial values (any values are sound; the store makes them on the first run)
+            # a certifier with parameters (alpha_deeppoly's slopes): optimised with the multipliers, from the
+            # domains' own (their parent's) or else their initial values (any values are sound)
             params = warm_store(domains, a, b, reader, self.alpha_cols, requires_grad=True)
             if params is None and getattr(self.cert, "params", None):
                 params = ParamStore(requires_grad=True, sparse=True)

@@ -14,7 +14,7 @@ split removes).  Only unstable neurons (``l < 0 < u``) are candidates.  The *int
 ``-min(lam, 0) (-l s)`` (the intercept term alone) is the backup ranking FSB also draws candidates from, as
 alpha-beta-CROWN's kFSB does: on oval21's ``cifar_base_kw`` img5303 the BaBSR score alone keeps choosing
 first-layer convolution neurons whose splits change nothing (the worst subdomain split 30 times at the same
-bound), where the intercept score picks the last hidden layer's and the property is decided in 91 subdomains.
+bound), where the intercept score picks the last hidden layer's and the property is decided in 75 subdomains.
 
 S-curve neurons (sigmoid, tanh; GenBaB-style branching on general activations) are cut at ``t = 0`` when
 ``l < 0 < u`` (each side is then convex or concave, where the certifier's lines are tight), else at the

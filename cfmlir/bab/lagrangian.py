@@ -70,6 +70,12 @@ def lagrangian_network(mnet: Network, weights: dict, biases: dict | None = None)
     return Network(layers, source=mnet.source, notices=mnet.notices, input_name=mnet.input_name)
 
 
+def last_layer_index(mnet: Network, split_layers) -> int:
+    """The index of the last layer (``g``) of :func:`lagrangian_network` for ``mnet`` and these split layers
+    (an affine and an add per split layer follow ``mnet``'s layers)."""
+    return mnet.layers[-1].index + 2 * len(split_layers)
+
+
 def new_layer_overrides(mnet: Network, lnet: Network, batch: int, dtype: torch.dtype) -> dict:
     """Bound overrides for the layers ``lnet`` adds and for ``mnet``'s last layer: every one of them but the
     last replaced by the placeholder bounds, the last's upper bounds (not wanted) too."""
