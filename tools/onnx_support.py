@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sys
 
-from cfmlir.certifiers import BASE_CERTIFIERS, CERTIFIER_DIR
+from cfmlir.certifiers import BASE_CERTIFIERS, CERTIFIER_DIR, PARAMETRIC_CERTIFIERS
 from cfmlir.syntax import ast
 from cfmlir.syntax.parser import parse
 from cfruntime.contract import OPERATOR_OF_KIND
 from cfruntime.network.onnx_loader import OP_LAYER_KINDS
 
 #: The certifier columns: the shipped ``.cf`` files.
-CERTIFIER_FILES = tuple(BASE_CERTIFIERS) + ("deeppoly_p",)
+CERTIFIER_FILES = tuple(BASE_CERTIFIERS) + ("deeppoly_p",) + tuple(PARAMETRIC_CERTIFIERS)
 
 
 def certifier_rules(name: str) -> frozenset[str]:

@@ -163,6 +163,66 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.func @sp_upper(%n: !cf.neuron) -> !cf.polyexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @mc_lo(%a: !cf.float, %b: !cf.float, %c: !cf.float, %d: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mc_hi(%a: !cf.float, %b: !cf.float, %c: !cf.float, %d: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mc_lower(%x: !cf.neuron, %y: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @mc_upper(%x: !cf.neuron, %y: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sgn(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @has_phase(%p: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @sin_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sin_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @rc_ok(%l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @rc_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @rc_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sin_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @band(%lo: !cf.float, %hi: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @ex_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @fl_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @fl_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @pl_lower(%n: !cf.neuron, %k: !cf.float, %y0: !cf.float, %e: !cf.float, %lo: !cf.float, %hi: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @pl_upper(%n: !cf.neuron, %k: !cf.float, %y0: !cf.float, %e: !cf.float, %lo: !cf.float, %hi: !cf.float) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sin_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @sin_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cos_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @cos_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @ex_t(%n: !cf.neuron) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @exp_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @exp_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @rc_lower(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
+// CHECK: cf.func @rc_upper(%n: !cf.neuron) -> !cf.polyexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.polyexp
 // CHECK: cf.transformer @alpha_deeppoly {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -187,6 +247,20 @@
 // CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Neuron_mult(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Sign(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Floor(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Sin(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Cos(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Exp(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Reciprocal(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @alpha_deeppoly
 // CHECK-NEXT: }

@@ -110,6 +110,48 @@
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
 // CHECK: cf.func @sp_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
 // CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @mc_lo(%a: !cf.float, %b: !cf.float, %c: !cf.float, %d: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mc_hi(%a: !cf.float, %b: !cf.float, %c: !cf.float, %d: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @mc_z(%a: !cf.float, %b: !cf.float, %c: !cf.float, %d: !cf.float, %z0: !cf.symexp, %z1: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @sgn(%x: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @has_phase(%p: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @sin_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sin_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @rc_ok(%l: !cf.float, %u: !cf.float) -> !cf.bool {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.bool
+// CHECK: cf.func @rc_lo(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @rc_hi(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @sin_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @cos_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @band(%lo: !cf.float, %hi: !cf.float, %l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @ex_k(%l: !cf.float, %u: !cf.float) -> !cf.float {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.float
+// CHECK: cf.func @per_z(%k: !cf.float, %y0: !cf.float, %l: !cf.float, %e: !cf.float, %lo: !cf.float, %hi: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @sin_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @cos_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @exp_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
+// CHECK: cf.func @rc_z(%l: !cf.float, %u: !cf.float, %z: !cf.symexp) -> !cf.symexp {
+// CHECK: cf.yield {{%[0-9a-z_]+}} : !cf.symexp
 // CHECK: cf.transformer @alpha_deepz {
 // CHECK-NEXT: Affine(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>) {
 // CHECK: cf.return
@@ -134,6 +176,20 @@
 // CHECK: Elu(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: Softplus(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Neuron_mult(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.list<!cf.neuron>, %prev0: !cf.neuron, %prev1: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Sign(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Floor(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Sin(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Cos(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Exp(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
+// CHECK: cf.return
+// CHECK: Reciprocal(%curr: !cf.neuron, %curr_list: !cf.list<!cf.neuron>, %prev: !cf.neuron) {
 // CHECK: cf.return
 // CHECK: cf.flow forward @priority, @stop, @alpha_deepz
 // CHECK-NEXT: }

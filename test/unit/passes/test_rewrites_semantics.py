@@ -140,7 +140,7 @@ def test_scaled_substitute_preserves_bounds_and_gradients(net_kind):
     m_without, c_without = compiled("alpha_deeppoly", _ALPHA_SIDES)
     m_with, c_with = compiled("alpha_deeppoly", _ALPHA_SIDES + ("substitute",))
     scaled = ops_of(ct.SubstituteScaledOp)
-    assert scaled(m_without) == 0 and scaled(m_with) == 4  # lower and upper, in the Affine and Neuron_add rules
+    assert scaled(m_without) == 0 and scaled(m_with) == 6  # lower and upper, in the Affine, Neuron_add and Neuron_mult rules
     for rep in ("dense", "gbscr", "planned"):
         grads = []
         for c in (c_without, c_with):

@@ -170,17 +170,32 @@ def _residual_model(rng):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def _product_model(rng):
+    """``y = W3 (relu(W1 x) * (W2 x))``: a product of two computed values (VNN-COMP 2024's ``Mul``), no residual join."""
+    def init(name, shape):
+        return onnx.numpy_helper.from_array(rng.normal(size=shape).astype(np.float32), name)
+
+    nodes = [helper.make_node("Gemm", ["x", "w1"], ["z1"], transB=1), helper.make_node("Relu", ["z1"], ["h"]),
+             helper.make_node("Gemm", ["x", "w2"], ["z2"], transB=1), helper.make_node("Mul", ["h", "z2"], ["m"]),
+             helper.make_node("Gemm", ["m", "w3"], ["y"], transB=1)]
+    graph = helper.make_graph(nodes, "product", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])],
+                              [init("w1", (4, 2)), init("w2", (4, 2)), init("w3", (2, 4))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
 @pytest.mark.parametrize("activation, chosen", [("sigmoid", "alpha_deeppoly"), ("tanh", "alpha_deeppoly"),
-                                                ("relu", "alpha_deeppoly"), ("residual", "deeppoly")])
+                                                ("relu", "alpha_deeppoly"), ("residual", "deeppoly"),
+                                                ("product", "alpha_deeppoly")])
 @pytest.mark.parametrize("timeout", [(), ("--timeout", "60")], ids=["in_process", "worker"])
 def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, timeout):
     """``--certifier auto``: alpha_deeppoly (CROWN's S-curve lines, the root's slopes optimised in branch and
-    bound) on a sigmoid, tanh or plain ReLU net, deeppoly on a ReLU net with a residual join (a bias ``Add``
-    is no join) -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
+    bound) on a sigmoid, tanh or plain ReLU net and on one with a product of two values (alpha_deeppoly has
+    that rule too), deeppoly on a ReLU net with a residual join (a bias ``Add`` is no join) -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
     rng = np.random.default_rng(0)
     net = tmp_path / f"{activation}.onnx"
-    if activation == "residual":
-        onnx.save(_residual_model(rng), str(net))
+    if activation in ("residual", "product"):
+        onnx.save((_residual_model if activation == "residual" else _product_model)(rng), str(net))
     else:
         w = [rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)]
         onnx.save(mlp_model(w, activations=activation, input_shape=(2,)), str(net))

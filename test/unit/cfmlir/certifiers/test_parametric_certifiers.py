@@ -17,6 +17,8 @@ from cfruntime.flow.engine import run_certifier
 from cfruntime.flow.param_store import ParamStore
 from cfruntime.soundness import check_bounds
 from cftest.nets import boxes, mlp, residual_mlp, small_conv
+from cftest.product_nets import NETS as PRODUCT_NETS
+from cftest.product_nets import network as product_network
 
 MODES = [(rep, rewrite) for rep in ("planned", "gbscr", "dense") for rewrite in (True, False)]
 
@@ -107,6 +109,17 @@ def test_compiled_equals_interpreter_at_random_parameters(name, spread):
 
 
 @pytest.mark.parametrize("spread", [0.0, 0.3], ids=["in_domain", "projected"])
+@pytest.mark.parametrize("name", ["alpha_deeppoly", "alpha_deepz"])
+def test_issue_27_kinds_at_random_parameters(name, spread):
+    """Products of two layers, Sign, Floor, Sin, Cos, Exp, Reciprocal and a Softmax (VNN-COMP 2024's
+    layer kinds) behind and in front of ReLUs: the same equality and soundness.  (Before these rules the
+    parametric certifiers stopped at such a layer: ``auto`` chose alpha_deeppoly and it had no rule.)"""
+    from cfmlir.certifiers import certifier_source
+
+    _check_equal(name, *certifier_source(name), {n: product_network(n) for n in PRODUCT_NETS}, spread)
+
+
+@pytest.mark.parametrize("spread", [0.0, 0.3], ids=["in_domain", "projected"])
 def test_user_certifier_every_kind_of_read(spread):
     _check_equal("user", USER_SPEC, "user.cf", _nets(sigmoid=True, residual=False), spread)
 
@@ -115,7 +128,8 @@ def test_user_certifier_every_kind_of_read(spread):
 def test_initial_parameters_give_the_non_parametric_bounds(name, base, shipped):
     """(alpha_deeppoly's sigmoid lines are CROWN's, not DeepPoly's: test_bounded_peer.py compares them
     with auto_LiRPA's CROWN, test_crown_lines.py checks them.)"""
-    for net_name, net in _nets(sigmoid=name != "alpha_deeppoly").items():
+    nets = {**_nets(sigmoid=name != "alpha_deeppoly"), **{n: product_network(n) for n in PRODUCT_NETS}}
+    for net_name, net in nets.items():
         lb, ub = boxes(net.input_size, batch=3, seed=2, radius=0.5)
         a = run_certifier(shipped.compiled(name), net, lb, ub)
         b = run_certifier(shipped.compiled(base), net, lb, ub)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from cfmlir.certifiers import BASE_CERTIFIERS, certifier_source
+from cfmlir.certifiers import BASE_CERTIFIERS, PARAMETRIC_CERTIFIERS, certifier_source
 from cfmlir.verify import VERIFIED, verify_source
 from cftest.mutants import assert_refuted
 
 EXACT_OPS = {"Neuron_mult", "Sign", "Exp", "Floor", "Reciprocal"}
 
 
-@pytest.mark.parametrize("name", list(BASE_CERTIFIERS) + ["deeppoly_2"])
+@pytest.mark.parametrize("name", list(BASE_CERTIFIERS) + ["deeppoly_2"] + list(PARAMETRIC_CERTIFIERS))
 def test_exact_rules_verified(name):
     results = verify_source(*certifier_source(name), K=2, M=2, timeout=60, ops=EXACT_OPS)
     assert sorted(r.op for r in results) == sorted(EXACT_OPS)
