@@ -454,7 +454,12 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
 
     Returns ``(region_index, x [input_size], y [output_size])`` with ``x`` in the
     region's box and ``y = network(x)`` satisfying all constraints of some
-    disjunct, or ``None``.
+    disjunct, or ``None``.  Per region: ``n_samples`` points of the box, then one PGD run
+    over ``restarts`` random starts for every disjunct at once (rows ``disjunct x restart``,
+    each minimising its disjunct's largest ``A y - b``): one forward and backward pass per
+    step for all of them, so a wide network's weights are read once per step, not once per
+    disjunct and restart.  The first row (in disjunct, then restart order) whose end point
+    the network puts in the disjunct is the answer.
     """
     from cfruntime.properties.vnnlib import output_in_disjunct
 
@@ -471,15 +476,31 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
         for x, y in zip(pts[0], ys):
             if output_in_disjunct(reg, y.numpy()) is not None:
                 return ri, x, y
-        for A, b in reg.disjuncts:
-            if A.shape[0] == 0:
-                return ri, pts[0][0], ys[0]
-            At, bt = torch.from_numpy(A), torch.from_numpy(b)
-            for _ in range(restarts):
-                ss = torch.zeros(1, dtype=torch.int64)
-                bx, _ = _pgd(network, lb, ub, ss, lambda vals: ((vals[-1] @ At.T) - bt).amax(dim=1), steps, gen)
-                with torch.no_grad():
-                    y = network.forward(bx)[0]
-                if output_in_disjunct(reg, y.numpy()) is not None:
-                    return ri, bx[0], y
+        if any(A.shape[0] == 0 for A, _ in reg.disjuncts):  # a disjunct without constraints holds everywhere
+            return ri, pts[0][0], ys[0]
+        if not reg.disjuncts or restarts < 1:
+            continue
+        A, b = _stacked_disjuncts(reg.disjuncts, restarts)
+        rows = torch.arange(A.shape[0])
+        ss = torch.zeros(A.shape[0], dtype=torch.int64)
+        bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
+        with torch.no_grad():
+            ys = network.forward(bx)
+        for r in rows.tolist():
+            if output_in_disjunct(reg, ys[r].numpy()) is not None:
+                return ri, bx[r], ys[r]
     return None
+
+
+def _stacked_disjuncts(disjuncts, restarts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(A [D * restarts, J, out], b [D * restarts, J])``: each disjunct's ``A y <= b`` repeated for its
+    restarts (row ``d * restarts + r``), padded to the longest with rows ``0 y - inf`` that never attain
+    the largest ``A y - b``."""
+    J = max(A.shape[0] for A, _ in disjuncts)
+    out = disjuncts[0][0].shape[1]
+    As = torch.zeros(len(disjuncts), J, out, dtype=torch.float64)
+    bs = torch.full((len(disjuncts), J), math.inf, dtype=torch.float64)
+    for d, (A, b) in enumerate(disjuncts):
+        As[d, :A.shape[0]] = torch.from_numpy(A)
+        bs[d, :A.shape[0]] = torch.from_numpy(b)
+    return As.repeat_interleave(restarts, 0), bs.repeat_interleave(restarts, 0)

@@ -194,3 +194,32 @@ def test_verdicts_on_a_network():
     assert torch.allclose(net.forward(x.reshape(1, -1))[0], y)
     assert output_in_disjunct(r, y.numpy()) is not None
     assert verdict(wide_prop, counterexample_found=True) == "sat"
+
+
+def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
+    """20 inputs in [0, 1], Y_0 = x_0 - x_1 + x_2 - ..., Y_1 = x_0: the disjunct ``Y_0 >= 1000 and Y_1 >= 1000``
+    (two constraints) is impossible, ``Y_0 >= 9.9`` holds only within 0.1 of the corner (1, 0, 1, 0, ...),
+    which no sample reaches (one vertex in 2^20; the box's own corners are lb and ub) and PGD does.  One PGD call carries both disjuncts' restarts (rows padded
+    to two constraints), and the answer is the second disjunct's."""
+    import cfruntime.soundness as soundness
+    from cfruntime.network.graph import Layer, Network
+
+    n = 20
+    w = torch.zeros(2, n, dtype=torch.float64)
+    w[0], w[1, 0] = torch.tensor([(-1.0) ** i for i in range(n)]), 1.0
+    net = Network([Layer(index=0, kind="input", shape=(n,)),
+                   Layer(index=1, kind="affine", shape=(2,), preds=[0], linear_kind="dense", weight=w,
+                         bias=torch.zeros(2, dtype=torch.float64))], source="sum.handbuilt")
+    text = "\n".join([f"(declare-const X_{i} Real)" for i in range(n)] + ["(declare-const Y_0 Real)", "(declare-const Y_1 Real)"]
+                     + [f"(assert (>= X_{i} 0))\n(assert (<= X_{i} 1))" for i in range(n)]
+                     + ["(assert (or (and (>= Y_0 1000) (>= Y_1 1000)) (and (>= Y_0 9.9))))"])
+    prop = parse_vnnlib(text=text)
+    calls = []
+    real = soundness._pgd
+    monkeypatch.setattr(soundness, "_pgd", lambda *a, **k: calls.append(a[3].shape[0]) or real(*a, **k))
+    ri, x, y = vnnlib_counterexample(net, prop, restarts=3)
+    assert calls == [6]  # 2 disjuncts x 3 restarts, one call
+    assert float(y[0]) >= 9.9 and bool((x >= 0).all() and (x <= 1).all())
+    assert output_in_disjunct(prop.regions[ri], y.numpy()) == 1
+    # without PGD (no restarts) nothing is found: the samples do not reach the corner
+    assert vnnlib_counterexample(net, prop, restarts=0) is None
