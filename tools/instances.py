@@ -460,9 +460,7 @@ def run_instances(args) -> int:
     from cfruntime.results import VERDICTS
 
     t_start = time.perf_counter()
-    if args.certifier == auto_certifier.AUTO:
-        raise run_args.UsageError("--certifier auto chooses by one network's activations: not with --instances")
-    certifier = args.certifier or run_args.DEFAULT_CERTIFIER
+    certifier = args.certifier or run_args.DEFAULT_CERTIFIER  # 'auto': chosen per network (_instance_args)
     instances = read_instances(args.instances)
     csv_path = Path(args.instances)
     if csv_path.is_dir():
@@ -545,6 +543,22 @@ def _limit(args, inst: Instance) -> float:
     return args.timeout if args.timeout is not None else inst.timeout
 
 
+def _instance_args(args, inst: Instance, chosen: dict):
+    """``args`` for one instance: with ``--certifier auto`` a copy whose certifier is the one ``auto`` chooses
+    for the instance's network (:func:`cfmlir.tools.auto_certifier.apply`, which also sets the branch-and-bound
+    root optimisation of a certifier with parameters), ``chosen`` caching the choice per network file."""
+    if getattr(args, "certifier", None) != auto_certifier.AUTO:
+        return args
+    key = str(inst.onnx)
+    if key not in chosen:
+        a = copy.copy(args)
+        a.net = key
+        auto_certifier.apply(a)
+        a.net = args.net
+        chosen[key] = a
+    return chosen[key]
+
+
 def _start_worker(args, startup: _Startup) -> Worker:
     """A new :class:`Worker` for ``args``, prepared within ``PREPARE_LIMIT_S`` (else :class:`WorkerTimeout`);
     the seconds its start took, failed or not, are added to ``startup``."""
@@ -575,26 +589,27 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
 
-    prove = run_setup.user_certifier(args)
-    worker = None
+    workers: dict[str, Worker] = {}  # one per certifier (two at most with --certifier auto)
+    chosen: dict = {}
     try:
         for inst in instances:
             limit = _limit(args, inst)
             if inst.missing is not None:
                 yield inst, limit, Outcome("error", 0.0, message=inst.missing)
                 continue
+            a = _instance_args(args, inst, chosen)
+            worker = workers.get(a.certifier)
             if worker is None:
                 try:
-                    worker = _start_worker(args, startup)
+                    worker = workers[a.certifier] = _start_worker(a, startup)
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
-            outcome = _decide(worker, prove, inst.onnx, inst.vnnlib, limit, startup)
+            outcome = _decide(worker, run_setup.user_certifier(a), inst.onnx, inst.vnnlib, limit, startup)
             if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
-                worker.close()
-                worker = None
+                workers.pop(a.certifier).close()
             yield inst, limit, outcome
     finally:
-        if worker is not None:
+        for worker in workers.values():
             worker.close()
 
 
@@ -654,8 +669,9 @@ def _outcomes_on_ray(args, instances: list[Instance], startup: _Startup):
         task_args = copy.copy(args)
         task_args.ray = None
         limits = {inst.line: _limit(args, inst) for inst in instances}
-        refs = {inst.line: distributed.submit(instance_task, task_args, cwd, str(inst.onnx), str(inst.vnnlib),
-                                              limits[inst.line])
+        chosen: dict = {}
+        refs = {inst.line: distributed.submit(instance_task, _instance_args(task_args, inst, chosen), cwd,
+                                              str(inst.onnx), str(inst.vnnlib), limits[inst.line])
                 for inst in instances if inst.missing is None}
         try:
             for inst in instances:

@@ -211,10 +211,28 @@ def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, ti
     assert d["certifier"] == chosen and d["verdict"] == "unsat" and d["proved"] == "shipped"
 
 
-def test_auto_certifier_needs_one_network(tmp_path):
+def test_auto_certifier_chooses_per_network_of_an_instances_csv(tmp_path):
+    """``--certifier auto --instances CSV`` (VNN-COMP mode): each line's network gets the certifier ``auto``
+    chooses for it (here deeppoly for the residual net, alpha_deeppoly for the product net, the product net
+    again after it), one analysis process per certifier; a line whose network is missing is that line's
+    error only."""
+    rng = np.random.default_rng(0)
+    onnx.save(_residual_model(rng), str(tmp_path / "residual.onnx"))
+    onnx.save(_product_model(rng), str(tmp_path / "product.onnx"))
+    (tmp_path / "p.vnnlib").write_text(
+        "(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
+        "(assert (>= X_0 0))\n(assert (<= X_0 0.01))\n(assert (>= X_1 0))\n(assert (<= X_1 0.01))\n"
+        "(assert (>= Y_1 1000))\n")
     csv_file = tmp_path / "instances.csv"
-    csv_file.write_text("a.onnx,p.vnnlib,10\n")
-    assert_one_line_error(run("--certifier", "auto", "--instances", csv_file))
+    csv_file.write_text("residual.onnx,p.vnnlib,60\nproduct.onnx,p.vnnlib,60\nmissing.onnx,p.vnnlib,60\n"
+                        "product.onnx,p.vnnlib,60\n")
+    out = tmp_path / "v.json"
+    p = run("--certifier", "auto", "--instances", csv_file, "--json", out)
+    assert p.returncode == 1, p.stderr  # the missing network's line
+    rows = json.loads(out.read_text())["instances"]
+    assert [r["verdict"] for r in rows] == ["unsat", "unsat", "error", "unsat"]
+    assert [r["result"]["certifier"] for r in rows if r["result"]] == ["deeppoly", "alpha_deeppoly", "alpha_deeppoly"]
+    assert "missing.onnx" in rows[2]["message"]
 
 
 @pytest.mark.parametrize("given, chosen, bab_optimize", [
