@@ -127,6 +127,8 @@ def _compose(prev, new, limit_cells: int = 1 << 26):
             return _GStage(prev.index[new.index], new.scale * prev.scale[new.index],
                            new.scale * prev.shift[new.index] + new.shift, prev.in_size, new.out_shape)
         if isinstance(prev, _DStage):
+            if new.index.shape[0] * prev.W.shape[1] > max(limit_cells, prev.W.size):
+                return None  # a gather that repeats rows: kept apart, the dense map's rows not copied
             return _DStage(prev.W[new.index] * new.scale[:, None], prev.b[new.index] * new.scale + new.shift, new.out_shape)
         if isinstance(prev, _CStage):
             if not new.is_order_preserving():
