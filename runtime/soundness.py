@@ -216,13 +216,23 @@ def _margins(C: torch.Tensor, y: torch.Tensor, sample_ids: torch.Tensor) -> torc
     return torch.einsum("rkp,rp->rk", Cs.to(y.dtype), y)
 
 
+#: layer kinds whose derivative is 0 wherever it exists (steps): the attacks differentiate them as the
+#: identity (straight-through, as attacks on quantised nets do); their values stay the network's
+STEP_KINDS = frozenset({"sign", "floor"})
+
+
 def _forward_upto(network: Network, x: torch.Tensor, sample_ids, upto: int | None) -> list[torch.Tensor]:
-    """``network.forward_all`` of flat inputs ``x`` [R, n], stopped after layer ``upto`` (None: all)."""
-    if upto is None or upto >= len(network) - 1:
-        return network.forward_all(x, sample_ids=sample_ids)
+    """``network.forward_all`` of flat inputs ``x`` [R, n], stopped after layer ``upto`` (None: all), with
+    the gradient of a step layer (:data:`STEP_KINDS`) passed straight through: without it, PGD on a net of
+    Sign activations (traffic_signs_recognition_2023) gets a zero gradient and never moves."""
+    last = len(network.layers) - 1 if upto is None else min(upto, len(network.layers) - 1)
     vals = [x]
-    for layer in network.layers[1:upto + 1]:
-        vals.append(layer.evaluate([vals[p] for p in layer.preds], sample_ids))
+    for layer in network.layers[1:last + 1]:
+        v = layer.evaluate([vals[p] for p in layer.preds], sample_ids)
+        if layer.kind in STEP_KINDS and v.requires_grad:
+            before = vals[layer.preds[0]]
+            v = before + (v - before).detach()
+        vals.append(v)
     return vals
 
 

@@ -76,9 +76,13 @@ def residual_joins(model) -> int:
 
 
 def _load(path: Path):
+    """The ONNX model at ``path`` (gzip-compressed or not, ``path.gz`` when only that exists: VNN-COMP's
+    ``.onnx.gz``), or None when it cannot be read."""
     import onnx
 
+    from cfruntime.gzio import existing, read_bytes
+
     try:
-        return onnx.load(str(path), load_external_data=False)
+        return onnx.load_from_string(read_bytes(existing(path)))
     except Exception:  # noqa: BLE001 - the network loader reports it with its own message
         return None

@@ -211,6 +211,26 @@ def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, ti
     assert d["certifier"] == chosen and d["verdict"] == "unsat" and d["proved"] == "shipped"
 
 
+def test_auto_chooses_the_same_for_a_gzipped_network(tmp_path):
+    """VNN-COMP 2024 ships ``net.onnx.gz`` (its ``instances.csv`` names ``net.onnx``): ``auto`` reads the
+    compressed graph, and the name without ``.gz``, as the plain one (it chose deeppoly for every
+    compressed network, the choice for an unreadable file)."""
+    import gzip
+
+    from cfmlir.tools import auto_certifier
+
+    rng = np.random.default_rng(0)
+    for name, model, want in (("product", _product_model(rng), "alpha_deeppoly"), ("residual", _residual_model(rng), "deeppoly")):
+        plain = tmp_path / f"{name}.onnx"
+        onnx.save(model, str(plain))
+        packed = tmp_path / "gz" / f"{name}.onnx.gz"
+        packed.parent.mkdir(exist_ok=True)
+        packed.write_bytes(gzip.compress(plain.read_bytes()))
+        assert auto_certifier.resolve("auto", str(plain)) == want
+        assert auto_certifier.resolve("auto", str(packed)) == want
+        assert auto_certifier.resolve("auto", str(packed.with_suffix(""))) == want  # net.onnx -> net.onnx.gz
+
+
 def test_auto_certifier_chooses_per_network_of_an_instances_csv(tmp_path):
     """``--certifier auto --instances CSV`` (VNN-COMP mode): each line's network gets the certifier ``auto``
     chooses for it (here deeppoly for the residual net, alpha_deeppoly for the product net, the product net

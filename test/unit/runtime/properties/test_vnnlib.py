@@ -223,3 +223,29 @@ def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
     assert output_in_disjunct(prop.regions[ri], y.numpy()) == 1
     # without PGD (no restarts) nothing is found: the samples do not reach the corner
     assert vnnlib_counterexample(net, prop, restarts=0) is None
+
+
+def test_the_attack_passes_the_gradient_straight_through_sign_layers(monkeypatch):
+    """Y_0 = sum_i (-1)^i sign(x_i - 0.5) over x in [0, 1]^20: ``Y_0 >= 19.5`` needs every one of the 20 signs
+    right (one corner region in 2^20; no sample gets there).  Sign's derivative is 0, so PGD would never move;
+    differentiated as the identity (``soundness.STEP_KINDS``) it walks to the corner, and the point found is
+    the network's own (the values are exact).  Without the straight-through gradient nothing is found."""
+    import cfruntime.soundness as soundness
+    from cfruntime.network.graph import Layer, Network
+
+    n = 20
+    eye = torch.eye(n, dtype=torch.float64)
+    w = torch.tensor([[(-1.0) ** i for i in range(n)]], dtype=torch.float64)
+    net = Network([Layer(index=0, kind="input", shape=(n,)),
+                   Layer(index=1, kind="affine", shape=(n,), preds=[0], linear_kind="dense", weight=eye,
+                         bias=torch.full((n,), -0.5, dtype=torch.float64)),
+                   Layer(index=2, kind="sign", shape=(n,), preds=[1]),
+                   Layer(index=3, kind="affine", shape=(1,), preds=[2], linear_kind="dense", weight=w,
+                         bias=torch.zeros(1, dtype=torch.float64))], source="signs.handbuilt")
+    text = "\n".join([f"(declare-const X_{i} Real)" for i in range(n)] + ["(declare-const Y_0 Real)"]
+                     + [f"(assert (>= X_{i} 0))\n(assert (<= X_{i} 1))" for i in range(n)] + ["(assert (>= Y_0 19.5))"])
+    prop = parse_vnnlib(text=text)
+    ri, x, y = vnnlib_counterexample(net, prop)
+    assert float(y[0]) == 20.0 and float(net.forward(x.reshape(1, -1))[0, 0]) == 20.0
+    monkeypatch.setattr(soundness, "STEP_KINDS", frozenset())
+    assert vnnlib_counterexample(net, prop) is None
