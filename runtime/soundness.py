@@ -491,12 +491,11 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
         if not reg.disjuncts or restarts < 1:
             continue
         A, b = _stacked_disjuncts(reg.disjuncts, restarts)
-        rows = torch.arange(A.shape[0])
         ss = torch.zeros(A.shape[0], dtype=torch.int64)
         bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
         with torch.no_grad():
             ys = network.forward(bx)
-        for r in rows.tolist():
+        for r in range(A.shape[0]):
             if output_in_disjunct(reg, ys[r].numpy()) is not None:
                 return ri, bx[r], ys[r]
     return None
