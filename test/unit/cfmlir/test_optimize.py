@@ -143,3 +143,38 @@ def test_misuse_is_one_clear_error(kwargs, message):
 def test_the_interpreter_does_not_optimise():
     with pytest.raises(OptimizeError, match="compiled engine, not the 'interpreter' engine"):
         cfmlir.engine_for(cfmlir.compile("alpha_deeppoly"), "interpreter", optimize=3)
+
+
+@pytest.mark.parametrize("dtype, widen", [(torch.float64, False), (torch.float64, True), (torch.float32, True)])
+def test_the_row_run_with_replaced_layers_equals_a_full_run(shipped, dtype, widen):
+    """The per-row final run gets every other layer's bounds from the run with the sample's best parameters
+    (``optimize._replaced``) instead of computing them: with the same parameters it must give exactly the
+    full run's last layer (and with other last-layer slopes, exactly what a full run with them gives) in
+    float64, widened or not (the optimiser's final runs); in widened float32 a given bound may be one ulp
+    lower than the one the full run computes (never higher: the shortcut stays sound)."""
+    from cfmlir.optimize import _replaced
+    from cfruntime.flow.param_store import PAIR, ParamStore
+
+    net, lb, ub, mnet = _problem()
+    cert = shipped.compiled("alpha_deeppoly")
+    torch.manual_seed(0)
+    params = ParamStore(fill=lambda lo, hi, init: lo + (hi - lo) * torch.rand_like(init), sparse=True)
+    full = run_certifier(cert, mnet, lb, ub, params=params, dtype=dtype, widen=widen, graph=False)
+    again = run_certifier(cert, mnet, lb, ub, params=params, dtype=dtype, widen=widen, graph=False,
+                          bound_overrides=_replaced(cert, mnet, full))
+    assert torch.equal(again.lower, full.lower) and torch.equal(again.upper, full.upper)
+    last = mnet.layers[-1].index
+    keys = [k for k in params.raw if k[1] == last and k[3] == PAIR]
+    assert keys  # the margins' own slopes
+    with torch.no_grad():
+        for k in keys:
+            params.raw[k].copy_(torch.rand_like(params.raw[k]))
+    other = run_certifier(cert, mnet, lb, ub, params=params, dtype=dtype, widen=widen, graph=False)
+    shortcut = run_certifier(cert, mnet, lb, ub, params=params, dtype=dtype, widen=widen, graph=False,
+                             bound_overrides=_replaced(cert, mnet, full))
+    assert not torch.equal(other.lower, full.lower)
+    if dtype == torch.float64:
+        assert torch.equal(shortcut.lower, other.lower)
+    else:
+        assert bool((shortcut.lower <= other.lower).all())
+        assert torch.allclose(shortcut.lower, other.lower, rtol=1e-6, atol=0)
