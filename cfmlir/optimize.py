@@ -226,7 +226,8 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         lower, upper = torch.maximum(every_lower, final.lower), torch.minimum(best_upper, final.upper)
     else:
         lower, upper = every_lower, best_upper
-    if row_keys:  # each row's own best last-layer values (step 4); afterwards the store holds the sample's again
+    if row_keys and report.iterations > 1:  # each row's own best last-layer values (step 4; after one iteration they
+        # are the sample's); afterwards the store holds the sample's again
         with torch.no_grad():
             for k in row_keys:
                 params.raw[k].copy_(row_raw[k])
