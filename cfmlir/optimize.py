@@ -15,7 +15,9 @@ Algorithm (the lower-bound side of auto_LiRPA 0.7.1's ``_get_optimized_bounds``,
    the loss ``-sum(lower)`` over every row of every sample not yet verified (with ``early_stop``) is
    back-propagated through the whole run -- intermediate layers' bounds included, so parameters used
    for them are optimised for the final rows -- and Adam (``lr``, decayed by ``lr_decay`` per
-   iteration) updates the raw values, which are then clipped into the last run's domains;
+   iteration) updates the raw values, which are then clipped into the last run's domains; from the
+   second run on, only the intermediate bounds the parameters can change are computed again, the
+   others are the first run's (:mod:`cfmlir.optimize_rows`: alpha-CROWN's sparse intermediate bounds);
 3. per sample the best parameters are kept: when a sample's summed lower bound improves, its rows become
    the element-wise maximum of the old best and the new ones and its parameters are remembered; after
    ``patience`` iterations without any improvement, or when every row of every sample is verified
@@ -119,6 +121,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
 
     from cfruntime.flow import widening
     from cfruntime.flow.engine import run_certifier
+    from cfmlir.optimize_rows import hold_rows, row_overrides
     from cfruntime.flow.param_store import PAIR, ParamStore
 
     report = report if report is not None else OptimizeReport()
@@ -138,6 +141,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             return run_certifier(cert, network, lb, ub, sparse=sparse, dtype=run_dtype, device=device, graph=False,
                                  widen=widen_run, params=params, check_finite=check, bound_overrides=overrides)
 
+    overrides = None  # from iteration 1 on: the intermediate bounds not computed again (cfmlir.optimize_rows)
     opt = sched = None
     best_lower = best_upper = best_sum = None
     best_raw: dict = {}
@@ -148,7 +152,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     for i in range(options.iterations):
         last = i == options.iterations - 1 or (deadline is not None and time.monotonic() > deadline)
         # iterations skip the finite check (a NaN is never kept as best; the final run is checked)
-        res = run(grad=not last)
+        res = run(grad=not last, overrides=overrides)
         lower, upper = res.lower, res.upper
         if i == 0:
             report.parameters = sum(t.numel() for t in params.tensors())
@@ -164,6 +168,8 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             row_best = lower.detach().clone()
             row_raw = {k: best_raw[k].clone() for k in row_keys}
             improved = torch.ones((), dtype=torch.bool, device=lower.device)
+            # the first run is the reference: which bounds (and rows) later runs compute again
+            overrides = row_overrides(cert, network, res, params) or None
         else:
             with torch.no_grad():
                 # keep-best per sample, on the device (torch.where, no host sync)
@@ -207,6 +213,8 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             loss = loss * (~done).to(loss.dtype)
         opt.zero_grad(set_to_none=True)
         loss.sum().backward()
+        if i == 0 and overrides:  # rows whose bounds stay the first run's keep their parameters too
+            hold_rows(params, overrides)
         opt.step()
         params.project_()
         sched.step()

@@ -38,6 +38,10 @@ class LayerContext:
         }
         if layer.kind == "maxpool":  # a Maxpool rule's prev is each neuron's window
             self._sizes["prev"] = int(layer.maxpool.index_map.shape[1])
+        #: the neurons whose bounds are wanted (None: all), set by the engine for a row override
+        #: (:mod:`cfruntime.flow.row_subset`); ``in_rows`` while a traverse runs on those rows only
+        self.rows: torch.Tensor | None = None
+        self.in_rows = False
 
     # -- sizes and inputs ----------------------------------------------------------------------------
     def traverse_cap(self) -> int:
@@ -47,7 +51,7 @@ class LayerContext:
     def size(self, expr: str) -> int:
         out = 1
         for f in expr.split("*"):
-            out *= int(f) if f.isdigit() else self._sizes[f]
+            out *= int(f) if f.isdigit() else self.rows.numel() if f == "curr" and self.in_rows else self._sizes[f]
         return out
 
     def _layer_neurons(self, k: int, dim: int, rank: int) -> Neurons:
@@ -269,6 +273,19 @@ class LayerContext:
         return Neurons(self.layout.offsets[k], self.layout.sizes[k], rank - 1, rank)
 
     def traverse_layers(self, e: Affine, priority, replace, rank: int) -> Affine:
+        """``cftensor.layer_traverse`` (:meth:`_traverse_layers`), on the rows ``self.rows`` of ``e``
+        only when they are set (:mod:`cfruntime.flow.row_subset`)."""
+        if self.rows is None:
+            return self._traverse_layers(e, priority, replace, rank)
+        from cfruntime.flow.row_subset import select_rows  # noqa: PLC0415 - only row runs need it
+
+        self.in_rows = True
+        try:
+            return self._traverse_layers(select_rows(e, self.rows), priority, replace, rank)
+        finally:
+            self.in_rows = False
+
+    def _traverse_layers(self, e: Affine, priority, replace, rank: int) -> Affine:
         """``cftensor.layer_traverse``: substitute whole layers of ``e`` in priority order.
 
         ``priority(neurons)`` gives a layer's (priority, stop) as host numbers (computed once per

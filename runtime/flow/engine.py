@@ -338,7 +338,9 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         # the widening of the lower bound reads the rule's upper one: computed then, only reported +inf
         skip_upper = no_upper and wide is None
         try:
-            if ov is not None and ov.replace:  # the rule without the Float bounds given, then those
+            if ov is not None and ov.rows is not None:  # the rule's bounds of some rows, the others given
+                values = _row_values(cert, op, ctx, ov, bound_pos, members, wide is not None, layer)
+            elif ov is not None and ov.replace:  # the rule without the Float bounds given, then those
                 sides = [(pos, v) for pos, v, side in zip(bound_pos, (ov.lower, ov.upper), ("lower", "upper"))
                          if ov.replaces(side)]
                 values = list(rule_without(cert, op, tuple(pos for pos, _ in sides))(rt, ctx))
@@ -383,6 +385,28 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         store.put(0, hi_name, box[1])
     ok = finite.finite_flag(store, finite.float_members(members), b, given)
     return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store, ok)
+
+
+def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool, layer) -> list:
+    """The rule's values with its Float bounds computed for ``ov.rows`` only and written into the
+    override's (:mod:`cfruntime.flow.row_subset`)."""
+    from cfruntime.flow.row_subset import scatter  # noqa: PLC0415
+
+    floats = [i for i, (_, letter, _) in enumerate(members) if letter in contract.NUMBER_LETTERS]
+    if widened or sorted(floats) != sorted(bound_pos):
+        raise EngineError(f"certifier '{cert.name}': bounds of some rows only (layer {layer.index}) need an unwidened run "
+                          f"and Float members that are the bounds only")
+    ctx.rows = ov.rows
+    values = list(cert.rules[op](rt, ctx))
+    ctx.rows = None
+    for pos, given in zip(bound_pos, (ov.lower, ov.upper)):
+        values[pos] = scatter(values[pos], given, ov.rows)
+    for (name, letter, _), v in zip(members, values):
+        rows = getattr(getattr(v, "coeff", None), "shape", (0, layer.size))[1]
+        if letter in "PS" and rows not in (1, layer.size):
+            raise EngineError(f"certifier '{cert.name}': member '{name}' of layer {layer.index} depends on the rows "
+                              f"whose bounds are computed: bounds of some rows only are not supported")
+    return values
 
 
 def _last_readers(layers) -> dict[int, list[int]]:

@@ -25,6 +25,10 @@ neuron means the row's subdomain is empty.
 
 In float32 (and the other widened dtypes) the given float64 bounds are cast outward, so they still
 contain the values they bounded.
+
+``rows`` (with ``replace=True``; unwidened runs): the rule computes bounds for those neurons of the layer
+only and the others keep the given ones (:mod:`cfruntime.flow.row_subset`; an optimisation loop's sparse
+intermediate bounds: ``BoundOverride(lo, hi, replace=True, rows=unstable)``).
 """
 
 from __future__ import annotations
@@ -43,10 +47,14 @@ class BoundOverride:
     lower: torch.Tensor | None = None
     upper: torch.Tensor | None = None
     replace: bool | str = False
+    #: the neurons whose bounds the rule computes (an index tensor; None: all or, replacing, none)
+    rows: torch.Tensor | None = None
 
     def __post_init__(self):
         if self.replace not in (False, True, "lower", "upper"):
             raise ValueError(f"replace must be False, True, 'lower' or 'upper', not {self.replace!r}")
+        if self.rows is not None and (self.replace is not True or self.lower is None or self.upper is None):
+            raise ValueError("a bound override with rows gives both bounds of the other rows (replace=True)")
         if self.replaces("lower") and self.lower is None or self.replaces("upper") and self.upper is None:
             raise ValueError("a replacing bound override needs the bounds of the sides it replaces")
 
@@ -65,10 +73,13 @@ class BoundOverride:
             lo = box_to_dtype(lo, lo, dtype, device)[0]
         elif hi is not None:
             hi = box_to_dtype(hi, hi, dtype, device)[1]
-        return BoundOverride(lo, hi, self.replace)
+        return BoundOverride(lo, hi, self.replace, None if self.rows is None else self.rows.to(device))
 
     def apply(self, lower: torch.Tensor, upper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """The layer's bounds after the override (``lower``/``upper``: the rule's, ``[B, n]``)."""
+        """The layer's bounds after the override (``lower``/``upper``: the rule's, ``[B, n]``; with
+        ``rows``, already written into the given ones by the engine)."""
+        if self.rows is not None:
+            return lower, upper
         if self.lower is not None:
             lower = self.lower if self.replaces("lower") else torch.maximum(lower, self.lower)
         if self.upper is not None:
@@ -88,3 +99,7 @@ def check_overrides(overrides: dict, network, batch: int) -> None:
         for side in (ov.lower, ov.upper):
             if side is not None and tuple(side.shape) != (batch, n):
                 raise ValueError(f"bound_overrides[{k}]: expected [{batch}, {n}] bounds, got {tuple(side.shape)}")
+        r = ov.rows
+        if r is not None and (r.dim() != 1 or r.dtype != torch.long or not 0 < r.numel() <= n):
+            # (their values are not read here: no host sync per run; index_copy checks them)
+            raise ValueError(f"bound_overrides[{k}]: rows must be a 1-D index tensor of 1..{n} neurons")

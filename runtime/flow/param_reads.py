@@ -31,7 +31,7 @@ def read(ctx, n, name: str, scale: bool = False):
         raise ParamError(f"parameter '{name}' is read but the certifier declares no such parameter")
     if isinstance(n, Window):
         raise ParamError(f"parameter '{name}' of a max-pool window is not supported by the compiled engine")
-    m = ctx.size("curr")
+    m = ctx.layout.sizes[ctx.layer.index]
     layout = ctx.layout
     if n.dim == 1:
         k = layout.containing(n.start, n.count)
@@ -45,6 +45,11 @@ def read(ctx, n, name: str, scale: bool = False):
         if off < n.start or off + size > n.start + n.count:
             raise ParamError(f"parameter '{name}' read on part of layer {k}: not supported by the compiled engine")
         pieces.append((size, _piece(ctx, spec, name, k, PAIR, kept=scale and n.dim == n.rank - 1)))
+    if ctx.in_rows:  # a traverse on some rows of the layer (cfruntime.flow.row_subset): their values
+        from cfruntime.flow.row_subset import read_rows  # noqa: PLC0415
+
+        pieces = [(size, read_rows(p, ctx.rows)) for size, p in pieces]
+        m = ctx.rows.numel()
     if len(pieces) == 1 and isinstance(pieces[0][1], (float, gb.KeptColumns)):
         return pieces[0][1]  # a KeptColumns is [B, n_curr, n_k]: already laid out (n.dim is the last)
     b = ctx.batch
@@ -69,7 +74,7 @@ def _piece(ctx, spec: dict, name: str, k: int, mode: str, kept: bool = False):
         return float(spec["default"])
     params = ctx.store.params
     lo, hi, init = params.domain(name, k, lambda: _domain(ctx, fn, layer))
-    m = ctx.size("curr")
+    m = ctx.layout.sizes[ctx.layer.index]
     if mode == ALIGNED:
         return project(params.get((name, ctx.layer.index, k, ALIGNED), (ctx.batch, m), lo, hi, init), lo, hi)
     return params.pair_value((name, ctx.layer.index, k, PAIR), (ctx.batch, m, layer.size), lo, hi, init, kept)
