@@ -28,8 +28,10 @@ Algorithm:
 
 Sound whatever the rows: the reference bounds are bounds of the same network over the same boxes.  The
 loop's result is still made by full runs (rigorous, :mod:`cfmlir.optimize`); the overrides only decide
-what the iterations spend their time on.  A neuron whose domain stays a point has the same relaxation
-whatever its bounds (a stable ReLU is exact), so the loop's bounds are the full runs' in that case.
+what the iterations spend their time on.  Where a neuron whose domain is a point has the same relaxation
+whatever its bounds (a stable ReLU is exact), the loop's bounds are the full loop's
+(``test_optimize_rows.py``); where the relaxation still reads the bounds (a sigmoid's lines), the loop
+works with the first run's bounds of those neurons -- sound, possibly looser than a full loop's.
 """
 
 from __future__ import annotations

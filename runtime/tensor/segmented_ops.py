@@ -672,6 +672,12 @@ def _dot_last(xx, v):
     """``sum_k xx[..., m, k] v[..., 0, k]`` -> ``[..., m]`` for a part ``xx`` and a tensor ``v``."""
     if isinstance(xx, DiagonalBlock) and xx.delta == len(xx.shape) - 2:
         return xx.core * v.squeeze(-2)
+    if isinstance(xx, ConvBlock) and isinstance(v, torch.Tensor) and v.dim() == len(xx.shape) \
+            and torch.broadcast_shapes(xx.shape[:-2], v.shape[:-2]) == v.shape[:-2]:
+        # a convolution of the one vector per sample: conv2d on its images (3 operations; the generic
+        # product's column layout takes 9 per call, IBP makes two per convolution layer)
+        y = torch.nn.functional.conv2d(v.reshape((-1,) + xx.in_chw), xx.weight, stride=xx.stride, padding=xx.padding)
+        return y.reshape(v.shape[:-2] + (xx.shape[-2],))
     if isinstance(xx, torch.Tensor):
         if xx.dim() == 3 and v.dim() == 3:
             if _product_numel(xx, v) <= SMALL_PRODUCT:

@@ -146,6 +146,24 @@ def test_substitution_through_a_layer_equals_dense(seed):
           _split_dense(x, L.to_dense().unsqueeze(1), U.to_dense().unsqueeze(1), 2))
 
 
+@pytest.mark.parametrize("stride, padding, lead", [(1, 1, 3), (2, 0, 3), (2, 1, 1)])
+def test_interval_of_a_convolution_equals_dense(stride, padding, lead):
+    """IBP through a convolution part (one box per sample: conv2d on the box's centre and radius
+    images) equals the dense product's interval, for strides, paddings and a batch-shared box."""
+    from cfruntime.tensor.block_conv import ConvBlock
+
+    g = torch.Generator().manual_seed(stride * 10 + padding)
+    conv = ConvBlock(torch.randn(4, 2, 3, 3, generator=g, dtype=torch.float64), (6, 6), stride, padding, lead=(3,))
+    n_out, n_in = conv.shape[-2:]
+    x = Segmented((3, n_out, n_in), 2, {0: conv}, torch.float64, "cpu")
+    lo = torch.randn(lead, 1, n_in, generator=g, dtype=torch.float64)
+    hi = lo + torch.rand(lead, 1, n_in, generator=g, dtype=torch.float64)
+    dense = conv.to_dense(0)
+    got_lo, got_hi = rt.interval_inner(x, lo, hi, 2)
+    close(got_lo, _split_dense(dense, lo, hi, 2))
+    close(got_hi, _split_dense(dense, hi, lo, 2))
+
+
 def test_planned_operations_never_read_values():
     """No fast path synchronises with the device: zero host syncs for a whole substitution step."""
     g = torch.Generator().manual_seed(0)
