@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from cfmlir import spec_rows
 from peer_side import Peer, count_ops, margins_ours, peer_available, timed
 from peer_table import print_row
 
@@ -99,20 +100,23 @@ class Ours:
         self.engine = cfmlir.engine_for(self.cert, device=device, dtype="float32", widen=WIDEN)
         self.eager_engine = cfmlir.engine_for(self.cert, device=device, dtype="float32", widen=WIDEN, graph=False)
         self.work = {}
+        self.k = prop.C.shape[1]
         for b in batches:
             sl = slice(b[0], b[-1] + 1)
-            self.work[b[0]] = (net.with_margin_layer(prop.C[sl]), prop.lb[sl], prop.ub[sl])
+            # as cfmlir.certify (bounds_in_batches): the own class's zero row is not bounded (cfmlir.spec_rows)
+            spec, kept = spec_rows.compact(prop.C[sl])
+            self.work[b[0]] = (net.with_margin_layer(spec), prop.lb[sl], prop.ub[sl], kept)
 
     def __call__(self, b):
-        """The margins' lower bounds of batch ``b`` (float64, on the CPU)."""
-        mnet, lb, ub = self.work[b[0]]
-        return self.engine.bounds(mnet, lb, ub)[0]
+        """The margins' lower bounds of batch ``b`` (float64, on the CPU; 0 in the own class's row)."""
+        mnet, lb, ub, kept = self.work[b[0]]
+        return spec_rows.spread(self.engine.bounds(mnet, lb, ub)[0], kept, self.k)
 
     def eager(self, b):
         """Batch ``b`` run eagerly, for the operation count (on CUDA the timed engine replays a CUDA graph,
         whose operations a count does not see): the same engine settings with ``graph=False``."""
-        mnet, lb, ub = self.work[b[0]]
-        return self.eager_engine.bounds(mnet, lb, ub)[0]
+        mnet, lb, ub, kept = self.work[b[0]]
+        return spec_rows.spread(self.eager_engine.bounds(mnet, lb, ub)[0], kept, self.k)
 
 
 def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override: int | None,

@@ -228,11 +228,19 @@ def bounds_in_batches(eng, net, lb, ub, C, batch_size: int, *, device="cpu", wit
     api_args.check_callable(on_shrink, "on_shrink")
     from cfruntime.flow.batching import in_batches
 
+    from cfmlir import spec_rows
+
     def run_slice(lo: int, hi: int):
-        mnet = margin_network(net, C[lo:hi], device)
+        spec, kept = spec_rows.compact(C[lo:hi])  # rows that are 0 (a robustness spec's own class): exactly 0
+        mnet = margin_network(net, spec, device)
         lower, upper, layers = eng.bounds(mnet, lb[lo:hi], ub[lo:hi], with_layers)
         if on_slice is not None:
             on_slice(lo, hi, mnet, layers)
+        k = C.shape[1]
+        lower, upper = spec_rows.spread(lower, kept, k), spec_rows.spread(upper, kept, k)
+        if keep_layers and layers is not None and kept is not None:
+            last = mnet.layers[-1].index
+            layers = {**layers, last: tuple(spec_rows.spread(v, kept, k) for v in layers[last])}
         return lower, upper, layers if keep_layers else None
 
     slices, report = in_batches(run_slice, len(lb), batch_size, on_shrink)
