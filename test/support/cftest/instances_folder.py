@@ -35,11 +35,14 @@ def vnnlib_text(lb, ub, n_out, output_asserts):
 
 
 def slow_instance(d: Path) -> Path:
-    """``d/mid.onnx`` (30 inputs, four 300-wide ReLU layers) and ``d/mid.vnnlib`` (``Y_0 >= 1000`` on
-    [-1, 1]^30): an instance whose analysis (the interpreter, branch and bound) runs far past a short limit."""
+    """``d/mid.onnx`` (30 inputs, four 300-wide ReLU layers) and ``d/mid.vnnlib`` (``Y_0 >= 10`` on
+    [-1, 1]^30): an instance whose analysis (the interpreter, branch and bound) runs far past a short limit.
+    The level sits far below the root bound and far above the reachable maximum (PGD from 4000 starts finds
+    ``Y_0 = 1.52``), so branch and bound neither proves nor falsifies it: at ``Y_0 >= 1000`` it came to prove the
+    property in 923 subdomains (1.0 s), and a fast CI machine answered ``unsat`` inside the 3 s limit."""
     _ws, _bs, model = relu_net([30, 300, 300, 300, 300, 5], seed=3)
     onnx.save(model, str(d / "mid.onnx"))
-    (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 1000.0))"]))
+    (d / "mid.vnnlib").write_text(vnnlib_text(-np.ones(30), np.ones(30), 5, ["(assert (>= Y_0 10.0))"]))
     return d
 
 
@@ -78,7 +81,7 @@ def make_instances_folder(d: Path) -> dict:
     # a net whose loading alone takes far longer than its timeout (about 3 MB of weights)
     _bw, _bb, big = relu_net([100, 500, 500, 500, 500, 10], seed=2)
     onnx.save(big, str(d / "onnx" / "big.onnx"))
-    (d / "vnnlib" / "big.vnnlib").write_text(vnnlib_text(-np.ones(100), np.ones(100), 10, ["(assert (>= Y_0 1000.0))"]))
+    (d / "vnnlib" / "big.vnnlib").write_text(vnnlib_text(-np.ones(100), np.ones(100), 10, ["(assert (>= Y_0 10.0))"]))
     # an operator the loader does not support (Erf; the file keeps its old name)
     from onnx import helper
 

@@ -94,7 +94,7 @@ def test_a_worker_that_never_answers_is_killed_with_its_children(tmp_path):
 
 @pytest.fixture(scope="module")
 def endless(tmp_path_factory):
-    """A net and a property (``Y_0 >= 1000`` on [-1, 1]^30) whose branch and bound runs for minutes."""
+    """A net and a property (``Y_0 >= 10`` on [-1, 1]^30) whose branch and bound does not end."""
     return slow_instance(tmp_path_factory.mktemp("endless"))
 
 
