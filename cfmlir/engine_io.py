@@ -17,24 +17,29 @@ def engine_options(dtype, widen):
     return dt, (WIDEN[widen] if isinstance(widen, str) else widen)
 
 
+def stored_bounds(cert, res, k: int, b: int):
+    """Layer ``k``'s ``(lower, upper)`` in a compiled engine run ``res``'s store, dense and ``[b, n]`` (the
+    certifier's Float members with the lower and upper role; still on the run's device and in its dtype,
+    with their autograd history)."""
+    from cfruntime import contract
+    from cfruntime import tensor as gb
+
+    return tuple(gb.to_dense(res.store.get(k, cert.member_with_role(contract.NUMBER_LETTERS, role))).expand(b, -1)
+                 for role in (contract.LOWER, contract.UPPER))
+
+
 def store_layer_bounds(cert, network, res, lower, upper) -> dict:
     """``{layer: (lower [B, n], upper [B, n])}`` from a compiled engine result's store (the input layer,
     the box itself by construction, left out; the last layer is ``(lower, upper)``)."""
     import torch
 
-    from cfruntime import contract
-    from cfruntime import tensor as gb
-
     if res.store is None:
         raise ValueError("store_layer_bounds: this run kept no store (a replayed CUDA graph keeps the last "
                          "layer's bounds only); run the engine with graph=False to read every layer")
-    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
-    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
     b = lower.shape[0]
     out = {}
     for layer in network.layers[1:-1]:
-        out[layer.index] = tuple(gb.to_dense(res.store.get(layer.index, name)).to("cpu", torch.float64).expand(b, -1)
-                                 for name in (lo_name, hi_name))
+        out[layer.index] = tuple(t.to("cpu", torch.float64) for t in stored_bounds(cert, res, layer.index, b))
     out[network.layers[-1].index] = (lower, upper)
     return out
 

@@ -252,17 +252,12 @@ def _replaced(cert, network, res) -> dict:
     """Overrides that give every layer but the first and last its bounds in the run ``res`` (replacing:
     the rules do not compute them again, :mod:`cfruntime.flow.specialise`) -- for a run that differs from
     ``res`` in the last layer's parameters only, whose other layers' bounds are exactly ``res``'s."""
-    from cfruntime import contract
-    from cfruntime import tensor as gb
+    from cfmlir.engine_io import stored_bounds
     from cfruntime.flow.overrides import BoundOverride
 
-    names = [cert.member_with_role(contract.NUMBER_LETTERS, role) for role in (contract.LOWER, contract.UPPER)]
     b = res.lower.shape[0]
-    out = {}
-    for layer in network.layers[1:-1]:
-        lo, hi = (gb.to_dense(res.store.get(layer.index, name)).expand(b, -1) for name in names)
-        out[layer.index] = BoundOverride(lo, hi, replace=True)
-    return out
+    return {layer.index: BoundOverride(*stored_bounds(cert, res, layer.index, b), replace=True)
+            for layer in network.layers[1:-1]}
 
 
 def _adam(tensors: list, lr: float):

@@ -46,8 +46,8 @@ def row_overrides(cert, network, ref, params) -> dict:
     docstring; empty when nothing can be skipped)."""
     import torch
 
+    from cfmlir.engine_io import stored_bounds
     from cfruntime import contract
-    from cfruntime import tensor as gb
     from cfruntime.flow.overrides import BoundOverride
 
     lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
@@ -59,10 +59,6 @@ def row_overrides(cert, network, ref, params) -> dict:
     free: dict[int, torch.Tensor] = {}  # layer -> [n] bool: some parameter domain of a successor is wider than a point
     for (_name, k), (lo, hi) in params.last_domains.items():
         free[k] = free[k] | (lo < hi).any(0) if k in free else (lo < hi).any(0)
-    succs: dict[int, list[int]] = {}
-    for layer in network.layers[1:]:
-        for p in layer.preds:
-            succs.setdefault(p, []).append(layer.index)
     b = ref.lower.shape[0]
     last = network.layers[-1].index
     out = {}
@@ -74,7 +70,7 @@ def row_overrides(cert, network, ref, params) -> dict:
         if k < readers:
             out[k] = None
             continue
-        nxt = succs.get(k, [])
+        nxt = network.successors(k)
         if not nxt or any(j not in free or tuple(network.layers[j].preds) != (k,) or network.layers[j].size != layer.size
                           for j in nxt):
             continue
@@ -91,7 +87,7 @@ def row_overrides(cert, network, ref, params) -> dict:
                 out[k] = mask.nonzero().flatten()
     result = {}
     for k, rows in out.items():
-        lo, hi = (gb.to_dense(ref.store.get(k, name)).detach().expand(b, -1) for name in (lo_name, hi_name))
+        lo, hi = (t.detach() for t in stored_bounds(cert, ref, k, b))
         result[k] = BoundOverride(lo, hi, replace=True, rows=rows)
     return result
 
