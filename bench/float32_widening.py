@@ -18,8 +18,9 @@ Every run goes through the public API: the bounds, verdicts and layer bounds are
 ``cfmlir.certify`` of all the boxes in one batch; the operation counts and the times are of the
 engine's bound computation alone (``cfmlir.engine_for(...).bounds`` on a margin network made
 beforehand), as ``certify``'s margin network and verdicts are no part of what the widening costs.  The
-counts include the engine's 8 operations that take the boxes in (as float64 arrays) and give the
-bounds back (float64 on the CPU), in the raw and the widened run alike.
+counts include the engine's operations that take the boxes in (none for float64 CPU tensors of the
+network's input width, 6 for other arrays) and give the bounds back (2 casts to float64), in the raw and
+the widened run alike.
 
     .venv/bin/python bench/float32_widening.py [--n 10] [--nets ...] [--certifiers ...] [--out bench/results/float32_widening.json]
     .venv/bin/python bench/float32_widening.py --times-only NET:CERTIFIER ... --out bench/results/float32_widening_times.json

@@ -50,6 +50,11 @@ def as_boxes(network, lb, ub):
 
     import numpy as np
 
-    lb = torch.as_tensor(np.asarray(lb, dtype=np.float64)).reshape(-1, network.input_size)
-    ub = torch.as_tensor(np.asarray(ub, dtype=np.float64)).reshape(-1, network.input_size)
-    return lb, ub
+    return tuple(_as_box(torch, np, v, network.input_size) for v in (lb, ub))
+
+
+def _as_box(torch, np, v, n: int):
+    if isinstance(v, torch.Tensor) and v.dtype == torch.float64 and v.device.type == "cpu" and not v.requires_grad:
+        # already one (no operation when it has the shape: the engine's own batches)
+        return v if v.dim() == 2 and v.shape[1] == n else v.reshape(-1, n)
+    return torch.as_tensor(np.asarray(v, dtype=np.float64)).reshape(-1, n)

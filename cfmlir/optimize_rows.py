@@ -97,7 +97,7 @@ def _rows_pay(layer, inputs: int, r: int) -> bool:
     if r > ROWS_BELOW * layer.size:
         return False
     if layer.kind == "affine" and layer.linear_kind == "conv":
-        return r * inputs <= layer.size * layer.conv.kernel[0].numel()
+        return r * inputs <= layer.size * layer.conv.kernel.shape[1:].numel()
     return True
 
 

@@ -25,6 +25,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -615,6 +616,11 @@ class IntervalInnerOp(_DimSyntax, IRDLOperation):
     (u - l)/2)``, two inner products instead of four.
 
     ``%lo, %hi = cftensor.interval_inner %c, %l, %u[2] : (!cftensor.t<R, [1, curr, poly], [batch, 1, 1]>, !cftensor.t<R, [batch, 1, poly], [1, curr, 1]>, !cftensor.t<R, [batch, 1, poly], [1, curr, 1]>) -> (!cftensor.t<R, [batch, curr], [1, 1]>, !cftensor.t<R, [batch, curr], [1, 1]>)``
+
+    An optional fourth operand ``b`` (the results' type) is added to both: ``lo, hi = (inner(x, (l +
+    u)/2) + b) -/+ inner(|x|, (u - l)/2)`` (an affine layer's bias, one addition instead of two)::
+
+        %lo, %hi = cftensor.interval_inner %c, %l, %u, %b[2] : (..., !cftensor.t<R, [batch, curr], [1, 1]>) -> (...)
     """
 
     name = "cftensor.interval_inner"
@@ -622,13 +628,20 @@ class IntervalInnerOp(_DimSyntax, IRDLOperation):
     input = operand_def(TensorType)
     lower = operand_def(TensorType)
     upper = operand_def(TensorType)
+    offset = opt_operand_def(TensorType)
     dim = prop_def(IntAttr)
     lo = result_def(TensorType)
     hi = result_def(TensorType)
     traits = traits_def(Pure())
 
-    def __init__(self, input: SSAValue, lower: SSAValue, upper: SSAValue, dim: int, type: TensorType):
-        super().__init__(operands=[input, lower, upper], properties={"dim": IntAttr(dim)}, result_types=[type, type])
+    def __init__(self, input: SSAValue, lower: SSAValue, upper: SSAValue, dim: int, type: TensorType,
+                 offset: SSAValue | None = None):
+        super().__init__(operands=[input, lower, upper, [offset] if offset is not None else []],
+                         properties={"dim": IntAttr(dim)}, result_types=[type, type])
+
+    def verify_(self) -> None:
+        if self.offset is not None and self.offset.type != self.lo.type:
+            raise VerifyException("the offset has the results' type")
 
 
 @irdl_op_definition

@@ -157,8 +157,10 @@ def _(op: ct.SplitInnerOp, out: _Out) -> None:
 
 @emit_op.register
 def _(op: ct.IntervalInnerOp, out: _Out) -> None:
-    x, lo, hi = out.args(op)
-    out.lines.append(f"{out.indent}{out.name(op.lo)}, {out.name(op.hi)} = rt.interval_inner({x}, {lo}, {hi}, {op.dim.data})")
+    args = out.args(op)  # x, l, u[, the offset]
+    offset = f", offset={args[3]}" if op.offset is not None else ""
+    out.lines.append(f"{out.indent}{out.name(op.lo)}, {out.name(op.hi)} = "
+                     f"rt.interval_inner({args[0]}, {args[1]}, {args[2]}, {op.dim.data}{offset})")
 
 
 @emit_op.register

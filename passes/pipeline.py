@@ -26,7 +26,7 @@ from cfmlir.passes.rewrite_clamp import ClampRewrite, ExtremumClamp, ScaledClamp
 from cfmlir.passes.rewrite_fold_constants import FoldConstants
 from cfmlir.passes.rewrite_fold_parts import FoldParts
 from cfmlir.passes.rewrite_guarded_compare import GuardedCompare
-from cfmlir.passes.rewrite_interval_inner import IntervalInner
+from cfmlir.passes.rewrite_interval_inner import IntervalInner, IntervalInnerOffset
 from cfmlir.passes.rewrite_masked_reduce import MaskedReduce
 from cfmlir.passes.rewrite_matmul import MatmulRewrite
 from cfmlir.passes.rewrite_mult_assoc import AssociateProducts
@@ -115,7 +115,7 @@ class IntervalInnerPass(RewritePass):
     """The lower and upper bound of one product over a box share their products (:mod:`.rewrite_interval_inner`)."""
 
     name = "interval-inner"
-    PATTERNS = (IntervalInner,)
+    PATTERNS = (IntervalInner, IntervalInnerOffset)
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ class DomainRewritesPass(RewritePass):
     name = "domain-rewrites"
     PATTERNS = (FoldParts, FoldConstants, TernaryToArith, HoistBroadcast, ClampRewrite, ExtremumClamp, ScaledClamp, AssociateProducts,
                 DistributeReduce, MatmulRewrite, GuardedCompare, NonzeroMask, NonzeroAny, SplitInner, MaskedReduce,
-                IntervalInner, Substitute, ScaledSubstitute)
+                IntervalInner, IntervalInnerOffset, Substitute, ScaledSubstitute)
 
 
 #: Every pass the compiler and ``cf-opt`` know (``cf-opt`` derives its ``-p`` names and its

@@ -8,6 +8,8 @@ neurons/noise symbols to PolyExps/SymExps, and fresh noise symbols.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from cfruntime import contract
@@ -18,6 +20,7 @@ from cfruntime.flow.layout import layout_of
 from cfruntime.flow.store import ShapeStore
 from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import Segmented
+from cfruntime.tensor.lazy_parts import LazyParts
 from cfruntime.tensor.segmented import part_as_block, part_dense
 
 
@@ -241,12 +244,14 @@ class LayerContext:
     def _access_global(self, n: Neurons, member: str, letter: str):
         if self.rep.planned and letter not in "PS":
             # per layer, the cached view of the stored values: a segmented tensor without a copy
-            parts = {}
+            # (made when read: a product against one layer's weights reads that layer's part only)
+            makers = {}
             offsets, sizes = self.layout.offsets, self.layout.sizes
             for k in self.store.values[member]:
                 if n.start <= offsets[k] and offsets[k] + sizes[k] <= n.start + n.count:
-                    parts[offsets[k] - n.start] = self.access(Neurons(offsets[k], sizes[k], n.dim, n.rank), member)
-            parts = dict(sorted(parts.items()))
+                    makers[offsets[k] - n.start] = functools.partial(
+                        self.access, Neurons(offsets[k], sizes[k], n.dim, n.rank), member)
+            parts = LazyParts(dict(sorted(makers.items())))
             shape = list(n.shape)
             shape[0] = self.batch
             return Segmented(shape, n.dim, parts, self.rep.dtype, self.rep.device)

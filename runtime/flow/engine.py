@@ -252,10 +252,10 @@ def _wants_grad(network, lb, ub) -> bool:
     return torch.is_grad_enabled() and (lb.requires_grad or ub.requires_grad or requires_grad(network))
 
 
-def _box(lb, ub, dtype, device, widen: bool, infs=None):
+def _box(lb, ub, dtype, device, widen: bool):
     """The boxes in ``dtype`` on ``device``: rounded outward when widening, else cast to nearest."""
     if widen:
-        return widening.box_to_dtype(lb, ub, dtype, device, infs)
+        return widening.box_to_dtype(lb, ub, dtype, device)
     return lb.to(device=device, dtype=dtype), ub.to(device=device, dtype=dtype)
 
 
@@ -285,12 +285,11 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
          params=None, overrides=None, bound_upper: bool = True) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
-    infs = []  # the (-inf, inf) scalars of the outward roundings, made once
-    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen, infs)
+    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
     box, bias_errors = (lb, ub), None
     if widen and widening.can_centre(network):
         # analysed in coordinates centred on the box (see cfruntime.flow.widening, section 0)
-        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype, infs)
+        network, lb, ub, bias_errors = widening.centre_input(network, lb, ub, dtype)
     layers = network.layers
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND.get(layer.kind)

@@ -291,15 +291,18 @@ def substitute_scaled(c, a, b, lower: Affine, upper: Affine, dim: int) -> Affine
                   binary("add", inner(p, lower.const, dim), inner(n, upper.const, dim)))
 
 
-def interval_inner(x, lo, hi, dim: int):
+def interval_inner(x, lo, hi, dim: int, offset=None):
     """``(split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim))``: the lower and upper bound of
-    ``sum x * v`` over the box ``lo <= v <= hi``, from one centre and one radius product."""
-    x, lo, hi = _real(x), _real(lo), _real(hi)
+    ``sum x * v`` over the box ``lo <= v <= hi``, from one centre and one radius product; ``offset``
+    (a value of the results' shape) added to both, onto the centre before the split where it can."""
+    x, lo, hi, offset = _real(x), _real(lo), _real(hi), _real(offset)
     if not (gb.is_sparse(x) or gb.is_sparse(lo) or gb.is_sparse(hi)):
-        out = seg_ops.interval_inner(x, lo, hi, dim)
+        plain = offset is None or isinstance(offset, torch.Tensor)
+        out = seg_ops.interval_inner(x, lo, hi, dim, offset if plain else None)
         if out is not NotImplemented:
-            return out
-    return split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim)
+            return out if plain else tuple(binary("add", v, offset) for v in out)
+    pair = split_inner(x, lo, hi, dim), split_inner(x, hi, lo, dim)
+    return pair if offset is None else tuple(binary("add", v, offset) for v in pair)
 
 
 def _is_box(x, pos, neg) -> bool:

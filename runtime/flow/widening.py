@@ -191,27 +191,38 @@ def widened(dtype: torch.dtype) -> bool:
     return dtype in WIDENED_DTYPES
 
 
-def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None, infs=None):
+def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=None):
     """``lb``/``ub`` cast to ``dtype`` on ``device`` rounded outward (one step down/up from the
     nearest), so that the cast box contains the given one; a plain cast when no rounding can happen
-    (same or narrower source).  ``infs``: a list that receives the ``(-inf, inf)`` scalars made, for
-    :func:`centre_input`."""
+    (same or narrower source)."""
     lo = lb.to(device=device, dtype=dtype)
     hi = ub.to(device=device, dtype=dtype)
     if not lb.dtype.is_floating_point or torch.finfo(lb.dtype).bits <= torch.finfo(dtype).bits:
         return lo, hi
-    return _outward(lo, hi, infs)
+    return _outward(lo, hi)
 
 
-def _outward(lo: torch.Tensor, hi: torch.Tensor, infs=None):
+#: ``(dtype, device) -> (-inf, inf)`` as 0-dimensional tensors, the targets of :func:`_outward`'s steps
+_INFINITIES: dict = {}
+
+
+def _infinities(like: torch.Tensor):
+    """``(-inf, inf)`` in ``like``'s dtype and on its device, made once (two operations a run before);
+    not kept when made inside a CUDA graph's capture (the graph's memory pool owns them)."""
+    key = (like.dtype, like.device)
+    hit = _INFINITIES.get(key)
+    if hit is None:
+        hit = (like.new_full((), -math.inf), like.new_full((), math.inf))
+        if not (like.is_cuda and torch.cuda.is_current_stream_capturing()):
+            _INFINITIES[key] = hit
+    return hit
+
+
+def _outward(lo: torch.Tensor, hi: torch.Tensor):
     """``lo`` one representable number down, ``hi`` one up (a value rounded to nearest is then on the
-    right side of what it was rounded from); ``infs``: a list holding (or receiving) the two scalars."""
-    if not infs:
-        made = (lo.new_full((), -math.inf), hi.new_full((), math.inf))
-        if infs is not None:
-            infs.extend(made)
-        infs = made
-    return torch.nextafter(lo, infs[0]), torch.nextafter(hi, infs[1])
+    right side of what it was rounded from)."""
+    down, up = _infinities(lo)
+    return torch.nextafter(lo, down), torch.nextafter(hi, up)
 
 
 # -- the input centred on its box ---------------------------------------------------------------------
@@ -232,13 +243,35 @@ def _f64_source(layer, device):
 def _dense64(layer, device, g: float):
     """A dense layer's float64 ``(W^T, b [1, n], g |b|, rowsum |W| [1, n])`` on ``device`` (made once,
     kept on its weight)."""
-    w, rs = _f64_source(layer, device)
-    memo = layer.weight.__dict__.setdefault("_cf_dense64", {})
-    key = (str(device), g, id(layer.bias))
+    w, _ = _f64_source(layer, device)
+    return (_transposed64(layer, w),) + _bias_terms64(layer, device, g)
+
+
+def _transposed64(layer, w):
+    memo = layer.weight.__dict__.setdefault("_cf_t64", {})
+    if id(w) not in memo:
+        memo.clear()
+        memo[id(w)] = (w.t(), w)
+    return memo[id(w)][0]
+
+
+def _bias_terms64(layer, device, g: float):
+    """A layer's float64 ``(b [1 or B, n], g |b|, rowsum |W| [1 or B, n])`` on ``device``: what
+    :func:`centre_input` adds and charges per consumer of the input (made once per bias version, kept
+    on the bias; see :func:`_bias64`)."""
+    def make():
+        b = _bias64(layer, device)
+        b = b if b.dim() == 2 else b.unsqueeze(0)
+        return b, b.abs() * g, _row_abs_sum64(layer, device)
+
+    if layer.linear_kind == "dense" and layer.weight.dim() == 3:  # a batch's own weights: not kept
+        return make()
+    memo = layer.bias.__dict__.setdefault("_cf_terms64", {})
+    key = (str(device), g, layer.bias._version)
     if key not in memo:
-        b = layer.bias.to(device=device, dtype=torch.float64).unsqueeze(0)
-        memo[key] = (w.t(), b, b.abs() * g, rs.reshape(1, -1), layer.bias)
-    return memo[key][:4]
+        memo.clear()
+        memo[key] = make()
+    return memo[key]
 
 
 def _bias64(layer, device) -> torch.Tensor:
@@ -295,32 +328,31 @@ def can_centre(network) -> bool:
     return bool(consumers) and all(l.kind == "affine" and l.preds == [0] for l in consumers)
 
 
-def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, infs=None):
+def centre_input(network, lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype):
     """``(network', d_lb, d_ub, bias_error)``: the network with ``x0`` (the box centres, in
     ``dtype``) folded into the biases of the input's consumers, the boxes ``lb - x0 <= d <= ub - x0``
     rounded outward, and per consumer layer the float64 error bound of its new bias (``{index:
-    [B, n]}``).  ``infs``: the ``(-inf, inf)`` scalars of :func:`box_to_dtype`, when made."""
+    [B, n]}``)."""
     from cfruntime.network.graph import Layer, Network
 
     x0 = ((lb + ub) * 0.5).to(dtype)
-    dl, du = _outward(lb - x0, ub - x0, infs)  # exact (Sterbenz) or half an ulp off
+    dl, du = _outward(lb - x0, ub - x0)  # exact (Sterbenz) or half an ulp off
     x64 = x0.to(torch.float64)
     xmax = None
     errs, layers = {}, []
     for l in network.layers:
         if l.index > 0 and 0 in l.preds:
             fan = l.size if l.linear_kind == "gather" else (
-                l.conv.kernel[0].numel() if l.linear_kind == "conv" else l.weight.shape[-1])
+                l.conv.kernel.shape[1:].numel() if l.linear_kind == "conv" else l.weight.shape[-1])
             g = gamma(fan + 2, U64)
             xmax = x64.abs().amax(1, keepdim=True) if xmax is None else xmax
             if l.linear_kind == "dense" and l.weight.dim() == 2 and l.bias.dim() == 1:
                 wt, b, gb_abs, rs = _dense64(l, x64.device, g)
                 nb = torch.addmm(b, x64, wt)  # b + W x0
-                errs[l.index] = torch.addcmul(gb_abs, rs, xmax, value=g)  # g (rowsum|W| max|x0| + |b|)
             else:
-                b = _bias64(l, x64.device)
-                nb = _matvec64(l, x64) + (b if b.dim() == 2 else b.unsqueeze(0))
-                errs[l.index] = g * (_row_abs_sum64(l, x64.device) * xmax + b.abs())
+                b, gb_abs, rs = _bias_terms64(l, x64.device, g)
+                nb = _matvec64(l, x64) + b
+            errs[l.index] = torch.addcmul(gb_abs, rs, xmax, value=g)  # g (rowsum|W| max|x0| + |b|)
             l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
                       linear_kind=l.linear_kind, weight=l.weight, bias=nb, conv=l.conv, gather=l.gather,
                       maxpool=l.maxpool)

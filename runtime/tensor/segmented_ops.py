@@ -690,10 +690,11 @@ def _dot_last(xx, v):
     return (out if isinstance(out, torch.Tensor) else part_dense(out)).squeeze(-1)
 
 
-def interval_inner(x, lo, hi, dim: int):
+def interval_inner(x, lo, hi, dim: int, offset: torch.Tensor | None = None):
     """``(split_inner(x, lo, hi), split_inner(x, hi, lo))`` over the last dimension, for ``lo``/``hi``
     ``[..., 1, W]`` (plain or segmented like ``x``): ``A -/+ R`` with ``A = x . (lo + hi)/2`` and
-    ``R = |x| . (hi - lo)/2``; NotImplemented for other layouts."""
+    ``R = |x| . (hi - lo)/2`` (``A + offset -/+ R`` with an ``offset`` tensor of the results' shape);
+    NotImplemented for other layouts."""
     if not all(isinstance(v, (torch.Tensor, Segmented)) for v in (x, lo, hi)):
         return NotImplemented
     r = len(x.shape)
@@ -725,7 +726,11 @@ def interval_inner(x, lo, hi, dim: int):
     if a is None:
         shape = _bshape(tuple(x.shape[:-1]), tuple(lo.shape[:-1]), tuple(hi.shape[:-1]))
         zero = torch.zeros(shape, dtype=x.dtype, device=x.device)
+        if offset is not None:
+            zero = zero + offset
         return zero, zero
+    if offset is not None:
+        a = a + offset
     return torch.add(a, rad, alpha=-0.5), torch.add(a, rad, alpha=0.5)
 
 

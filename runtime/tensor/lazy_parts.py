@@ -1,0 +1,44 @@
+"""Parts of a :class:`~cfruntime.tensor.segmented.Segmented` tensor made on first read.
+
+A rule that reads a Float member of *every* neuron before the current layer (``prev.dot(W)`` over the
+global neuron range, :meth:`cfruntime.flow.context.LayerContext.access`) gets one part per stored layer,
+and each part is a view of the stored values in the rule's layout (one ``unsqueeze`` each); the
+product against ``W`` then reads the predecessor's part only.  :class:`LazyParts` keeps a maker per
+segment and calls it the first time the part is read, so the views nobody reads are never made::
+
+    parts = LazyParts({0: lambda: l0.unsqueeze(1), 784: lambda: l1.unsqueeze(1)})
+    Segmented((10, 1, 884), 2, parts, torch.float32, "cpu").parts.get(784)   # makes one view
+
+It is a read-only mapping: iterating its items (a copy, ``map_parts``) makes every part, as a dict
+would hold them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Callable
+
+
+class LazyParts(Mapping):
+    """``{segment start: part}`` whose parts are made by ``makers[start]()`` when first read."""
+
+    __slots__ = ("_makers", "_made")
+
+    def __init__(self, makers: dict[int, Callable]):
+        self._makers = makers
+        self._made: dict = {}
+
+    def __getitem__(self, start):
+        made = self._made
+        if start not in made:
+            made[start] = self._makers[start]()  # KeyError for a start without a part, as a dict
+        return made[start]
+
+    def __contains__(self, start) -> bool:
+        return start in self._makers
+
+    def __iter__(self):
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
