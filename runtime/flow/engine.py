@@ -285,7 +285,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
          params=None, overrides=None, bound_upper: bool = True) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
-    lb, ub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, rep.device, widen)
+    lb, ub = _box(*(v if v.dim() == 2 else v.reshape(b, -1) for v in (lb, ub)), dtype, rep.device, widen)  # (a view is an operation)
     box, bias_errors = (lb, ub), None
     if widen and widening.can_centre(network):
         # analysed in coordinates centred on the box (see cfruntime.flow.widening, section 0)

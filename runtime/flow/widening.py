@@ -159,6 +159,7 @@ from cfruntime.flow import parameters, widening_plan
 from cfruntime.flow.values import Affine
 from cfruntime.tensor import ConvBlock, DiagonalBlock, PatchesBlock, Segmented
 from cfruntime.tensor.segmented_ops import _abs_of, _dot_last
+from cfruntime.tensor.scalars import scalar_like
 from cfruntime.tensor.shape_ops import broadcast_shape
 
 #: dtypes whose runs are widened (float64 runs are left exactly as they are)
@@ -202,27 +203,10 @@ def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=
     return _outward(lo, hi)
 
 
-#: ``(dtype, device) -> (-inf, inf)`` as 0-dimensional tensors, the targets of :func:`_outward`'s steps
-_INFINITIES: dict = {}
-
-
-def _infinities(like: torch.Tensor):
-    """``(-inf, inf)`` in ``like``'s dtype and on its device, made once (two operations a run before);
-    not kept when made inside a CUDA graph's capture (the graph's memory pool owns them)."""
-    key = (like.dtype, like.device)
-    hit = _INFINITIES.get(key)
-    if hit is None:
-        hit = (like.new_full((), -math.inf), like.new_full((), math.inf))
-        if not (like.is_cuda and torch.cuda.is_current_stream_capturing()):
-            _INFINITIES[key] = hit
-    return hit
-
-
 def _outward(lo: torch.Tensor, hi: torch.Tensor):
     """``lo`` one representable number down, ``hi`` one up (a value rounded to nearest is then on the
     right side of what it was rounded from)."""
-    down, up = _infinities(lo)
-    return torch.nextafter(lo, down), torch.nextafter(hi, up)
+    return torch.nextafter(lo, scalar_like(-math.inf, lo)), torch.nextafter(hi, scalar_like(math.inf, hi))
 
 
 # -- the input centred on its box ---------------------------------------------------------------------

@@ -50,6 +50,7 @@ from .clamps import clamp_number
 from .masked_grad import divide, multiply
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
+from .scalars import scalar_like
 from . import segmented_ops as _seg
 from .segmented import Segmented
 from .sparse_tensor import SparseTensor, register_operators
@@ -185,7 +186,9 @@ def where(c, a, b):
     tc = tc if tc.dtype == torch.bool else tc.to(torch.bool)
     if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor) and isinstance(a, (torch.Tensor, float)) \
             and isinstance(b, (torch.Tensor, float)) and (a if isinstance(a, torch.Tensor) else b).is_floating_point():
-        return torch.where(tc, a, b)  # a number branch: no tensor made for it
+        like = a if isinstance(a, torch.Tensor) else b  # a number branch: a kept 0-dimensional tensor
+        return torch.where(tc, a if isinstance(a, torch.Tensor) else scalar_like(a, like),
+                           b if isinstance(b, torch.Tensor) else scalar_like(b, like))
     ta, tb = _as_torch(a, (b,), dev), _as_torch(b, (a,), dev)
     return torch.where(tc, ta, tb)
 

@@ -37,6 +37,7 @@ from .clamps import clamp_number, positive_part
 from .kept_columns import KeptColumns
 from .masked_grad import divide, multiply
 from .matmul import block_matmul
+from .scalars import scalar_like
 from .segmented import Segmented, is_segmented, part_dense
 
 #: Above this many entries of ``x``, concretisation uses the centre/radius form (one pass fewer).
@@ -370,7 +371,7 @@ def where(c, a, b):
             cs = cc.squeeze(ref.sdim)
             ca = _fit(pa, extent).core if pa is not None else 0.0
             cb = _fit(pb, extent).core if pb is not None else 0.0
-            parts[s] = DiagonalBlock(torch.where(cs, ca, cb), delta) if not (isinstance(ca, float) and isinstance(cb, float)) else None
+            parts[s] = DiagonalBlock(_where(cs, ca, cb), delta) if not (isinstance(ca, float) and isinstance(cb, float)) else None
             if parts[s] is not None and parts[s].shape != tuple(extent):
                 parts[s] = _fit(parts[s], extent)
             continue
@@ -661,6 +662,14 @@ def _row(core: torch.Tensor) -> torch.Tensor:
 
 def _is_constant(t) -> bool:
     return getattr(t, "__dict__", {}).get("_cf_constant", False)
+
+
+def _where(c, a, b):
+    """``torch.where(c, a, b)`` for tensors or numbers (not both numbers), a number as a kept 0-dimensional
+    tensor (:func:`~cfruntime.tensor.scalars.scalar_like`: no ``scalar_tensor`` operation per call)."""
+    like = a if isinstance(a, torch.Tensor) else b
+    return torch.where(c, a if isinstance(a, torch.Tensor) else scalar_like(a, like),
+                       b if isinstance(b, torch.Tensor) else scalar_like(b, like))
 
 
 def _column(v: torch.Tensor) -> torch.Tensor:
