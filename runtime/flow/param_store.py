@@ -209,7 +209,11 @@ def project(raw: torch.Tensor, lo, hi) -> torch.Tensor:
     backward mask over the largest tensors of an optimisation."""
     if raw.requires_grad and not (getattr(lo, "requires_grad", False) or getattr(hi, "requires_grad", False)):
         return _Project.apply(raw, lo, hi)
-    return torch.clamp(raw, min=lo, max=hi)
+    if not raw.requires_grad:
+        return torch.clamp(raw, min=lo, max=hi)
+    # selections, not clamp: clamp's backward at a tie (raw == lo) differs between torch releases
+    # (2.13 gives raw all of it, 2.14 splits it with lo); a selection gives raw the closed domain's
+    return torch.where(raw > hi, hi, torch.where(raw < lo, lo, raw))
 
 
 class _Project(torch.autograd.Function):

@@ -211,38 +211,32 @@ def _outward(lo: torch.Tensor, hi: torch.Tensor):
 
 # -- the input centred on its box ---------------------------------------------------------------------
 def _f64_source(layer, device):
-    """The layer's float64 weight source on ``device`` (kept on the tensor: a CUDA graph's capture
-    must not copy from the host)."""
-    src = layer.weight if layer.linear_kind == "dense" else (
-        layer.conv.kernel if layer.linear_kind == "conv" else layer.gather.scale)
+    """The layer's float64 weight source on ``device``, ``(w, rowsum |w|, w^T)`` (``w^T`` a view, dense
+    only), made once per device and in-place version, kept on the tensor: a CUDA graph's capture must
+    not copy from the host."""
+    src = _weight_source(layer)
     memo = src.__dict__.setdefault("_cf_f64_on", {})
-    key = str(device)
+    key = (str(device), src._version)
     if key not in memo:
-        memo[key] = (src.to(device=device, dtype=torch.float64),
-                     src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
-                     if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
+        for old in [k for k in memo if k[0] == key[0]]:
+            del memo[old]
+        w = src.to(device=device, dtype=torch.float64)
+        rs = (src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
+              if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
+        memo[key] = (w, rs, w.t() if layer.linear_kind == "dense" and w.dim() == 2 else None)
     return memo[key]
 
 
 def _dense64(layer, device, g: float):
     """A dense layer's float64 ``(W^T, b [1, n], g |b|, rowsum |W| [1, n])`` on ``device`` (made once,
     kept on its weight)."""
-    w, _ = _f64_source(layer, device)
-    return (_transposed64(layer, w),) + _bias_terms64(layer, device, g)
-
-
-def _transposed64(layer, w):
-    memo = layer.weight.__dict__.setdefault("_cf_t64", {})
-    if id(w) not in memo:
-        memo.clear()
-        memo[id(w)] = (w.t(), w)
-    return memo[id(w)][0]
+    return (_f64_source(layer, device)[2],) + _bias_terms64(layer, device, g)
 
 
 def _bias_terms64(layer, device, g: float):
     """A layer's float64 ``(b [1 or B, n], g |b|, rowsum |W| [1 or B, n])`` on ``device``: what
-    :func:`centre_input` adds and charges per consumer of the input (made once per bias version, kept
-    on the bias; see :func:`_bias64`)."""
+    :func:`centre_input` adds and charges per consumer of the input (made once per bias and weight
+    version, kept on the bias; see :func:`_bias64`)."""
     def make():
         b = _bias64(layer, device)
         b = b if b.dim() == 2 else b.unsqueeze(0)
@@ -251,7 +245,7 @@ def _bias_terms64(layer, device, g: float):
     if layer.linear_kind == "dense" and layer.weight.dim() == 3:  # a batch's own weights: not kept
         return make()
     memo = layer.bias.__dict__.setdefault("_cf_terms64", {})
-    key = (str(device), g, layer.bias._version)
+    key = (str(device), g, layer.bias._version, _weight_source(layer)._version)
     if key not in memo:
         memo.clear()
         memo[key] = make()
@@ -280,7 +274,7 @@ def _gather_index(layer, device) -> torch.Tensor:
 
 def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
     """``W x`` in float64 on ``x``'s device (``x`` ``[B, in]`` float64)."""
-    w, _ = _f64_source(layer, x.device)
+    w = _f64_source(layer, x.device)[0]
     if layer.linear_kind == "dense":
         return torch.einsum("bkp,bp->bk", w, x) if w.dim() == 3 else x @ w.T
     if layer.linear_kind == "gather":
@@ -297,7 +291,7 @@ def _matvec64(layer, x: torch.Tensor) -> torch.Tensor:
 
 def _row_abs_sum64(layer, device) -> torch.Tensor:
     """``rowsum |W|`` per output neuron, float64 ``[1 or B, n]`` (conv: per output channel, spread)."""
-    _, rs = _f64_source(layer, device)
+    rs = _f64_source(layer, device)[1]
     if layer.linear_kind == "dense":
         return rs.reshape(1, -1) if layer.weight.dim() == 2 else layer.weight.abs().sum(-1).to(device=device, dtype=torch.float64)
     if layer.linear_kind == "gather":

@@ -50,7 +50,8 @@ from .clamps import clamp_number
 from .masked_grad import divide, multiply
 from .matmul import matmul_sparse
 from .ops_table import BINARY, UNARY
-from .scalars import scalar_like
+from .scalars import where_number
+from .unit_views import squeezed, unsqueezed
 from . import segmented_ops as _seg
 from .segmented import Segmented
 from .sparse_tensor import SparseTensor, register_operators
@@ -186,9 +187,7 @@ def where(c, a, b):
     tc = tc if tc.dtype == torch.bool else tc.to(torch.bool)
     if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor) and isinstance(a, (torch.Tensor, float)) \
             and isinstance(b, (torch.Tensor, float)) and (a if isinstance(a, torch.Tensor) else b).is_floating_point():
-        like = a if isinstance(a, torch.Tensor) else b  # a number branch: a kept 0-dimensional tensor
-        return torch.where(tc, a if isinstance(a, torch.Tensor) else scalar_like(a, like),
-                           b if isinstance(b, torch.Tensor) else scalar_like(b, like))
+        return where_number(tc, a, b)  # a number branch: a kept 0-dimensional tensor
     ta, tb = _as_torch(a, (b,), dev), _as_torch(b, (a,), dev)
     return torch.where(tc, ta, tb)
 
@@ -217,7 +216,7 @@ def _norm(dim, ndim):
 def add_dim(a, dim: int):
     if is_segmented(a):
         return a.add_dim(dim)
-    return _sh.add_dim(a, dim) if is_sparse(a) else a.unsqueeze(dim)
+    return _sh.add_dim(a, dim) if is_sparse(a) else unsqueezed(a, dim)
 
 
 def remove_dim(a, dim: int):
@@ -227,7 +226,7 @@ def remove_dim(a, dim: int):
         return _sh.remove_dim(a, dim)
     if a.shape[dim] != 1:
         raise ValueError(f"remove_dim: dim {dim} has size {a.shape[dim]}, not 1")
-    return a.squeeze(dim)
+    return squeezed(a, dim)
 
 
 def expand_dim(a, dim: int, size: int):

@@ -37,7 +37,8 @@ from .clamps import clamp_number, positive_part
 from .kept_columns import KeptColumns
 from .masked_grad import divide, multiply
 from .matmul import block_matmul
-from .scalars import scalar_like
+from .scalars import where_number
+from .unit_views import squeezed
 from .segmented import Segmented, is_segmented, part_dense
 
 #: Above this many entries of ``x``, concretisation uses the centre/radius form (one pass fewer).
@@ -309,7 +310,7 @@ def _scale(seg: Segmented, x, op: str):
         if isinstance(p, torch.Tensor):
             parts[s] = fn(p, x)
         elif _is_diag(p, seg.sdim):
-            xs = x.squeeze(seg.sdim) if isinstance(x, torch.Tensor) else x
+            xs = squeezed(x, seg.sdim) if isinstance(x, torch.Tensor) else x
             extent = list(shape)
             extent[seg.sdim] = p.shape[seg.sdim]
             parts[s] = DiagonalBlock(fn(_fit(p, extent).core, xs), p.delta)
@@ -368,10 +369,10 @@ def where(c, a, b):
             delta = (pa if pa is not None else pb).delta
             if (pa is not None and pa.delta != delta) or (pb is not None and pb.delta != delta):
                 return NotImplemented
-            cs = cc.squeeze(ref.sdim)
+            cs = squeezed(cc, ref.sdim)
             ca = _fit(pa, extent).core if pa is not None else 0.0
             cb = _fit(pb, extent).core if pb is not None else 0.0
-            parts[s] = DiagonalBlock(_where(cs, ca, cb), delta) if not (isinstance(ca, float) and isinstance(cb, float)) else None
+            parts[s] = DiagonalBlock(where_number(cs, ca, cb), delta) if not (isinstance(ca, float) and isinstance(cb, float)) else None
             if parts[s] is not None and parts[s].shape != tuple(extent):
                 parts[s] = _fit(parts[s], extent)
             continue
@@ -664,17 +665,15 @@ def _is_constant(t) -> bool:
     return getattr(t, "__dict__", {}).get("_cf_constant", False)
 
 
-def _where(c, a, b):
-    """``torch.where(c, a, b)`` for tensors or numbers (not both numbers), a number as a kept 0-dimensional
-    tensor (:func:`~cfruntime.tensor.scalars.scalar_like`: no ``scalar_tensor`` operation per call)."""
-    like = a if isinstance(a, torch.Tensor) else b
-    return torch.where(c, a if isinstance(a, torch.Tensor) else scalar_like(a, like),
-                       b if isinstance(b, torch.Tensor) else scalar_like(b, like))
-
-
 def _column(v: torch.Tensor) -> torch.Tensor:
     """``v [B, 1, k]`` as the column ``[B, k, 1]`` (a view, made once per tensor)."""
     return _memo(v, "column", lambda: v.transpose(1, 2))
+
+
+def _batch_column(v: torch.Tensor, b: int) -> torch.Tensor:
+    """``v [1, 1, k]`` as the column ``[b, k, 1]`` of every sample (a view, made once per tensor and
+    batch size: a ``bmm`` against it is one operation where the stacked-rows product takes four)."""
+    return _kept_view(v, ("column", b), lambda: _column(v).expand(b, -1, -1))
 
 
 def _dot_last(xx, v):
@@ -693,6 +692,8 @@ def _dot_last(xx, v):
                 return (xx * v).sum(-1)
             if xx.shape[0] == 1 and v.shape[0] != 1:  # shared weights against a batch: one matrix product
                 return torch.mm(v.reshape(v.shape[0], v.shape[2]), _kept_view(xx, "t0", lambda: xx[0].t()))
+            if v.shape[0] == 1 and xx.shape[0] != 1:  # one vector for the batch (a bias): its kept column
+                return torch.bmm(xx, _batch_column(v, xx.shape[0])).squeeze(-1)
             return _bmm(xx, _column(v)).squeeze(-1)
         return (xx * v).sum(-1)
     out = _mm(xx, v.transpose(-1, -2))

@@ -133,3 +133,27 @@ def test_a_key_blind_to_the_structure_is_caught(monkeypatch):
     assert widening._structure(cert, a, rep()) is widening._structure(cert, b, rep())
     with pytest.raises(AssertionError):
         check_fresh(cert, b, rep())
+
+
+def test_the_centred_biases_follow_an_in_place_weight_update():
+    """The float64 weights kept for the centred biases (``b + W x0``) and their error bounds (``g rowsum|W|
+    max|x0| + g |b|``) are made again after the weight changes in place (kept per in-place version):
+    stale ones would shift the analysed network or under-charge its rounding."""
+    net = mlp((4,))
+    first = net.layers[1]
+    lb, ub = boxes(net)
+    lb, ub = lb.float(), ub.float()
+    x0 = ((lb + ub) * 0.5).double()
+
+    def centred():
+        out, _, _, errs = widening.centre_input(net, lb, ub, torch.float32)
+        return out.layers[1].bias, errs[1]
+
+    before, err_before = centred()
+    assert torch.allclose(before, first.bias.double() + x0 @ first.weight.double().T)
+    with torch.no_grad():
+        first.weight.mul_(2.0)
+    after, err_after = centred()
+    assert torch.allclose(after, first.bias.double() + x0 @ first.weight.double().T)
+    assert not torch.allclose(after, before)
+    assert (err_after > err_before).all()  # rowsum |W| doubled

@@ -5,7 +5,7 @@ import torch
 
 from cfruntime import tensor as gb
 from cfruntime.op_count import OpCounter
-from cfruntime.tensor.scalars import scalar_like
+from cfruntime.tensor.scalars import scalar_like, where_number
 
 
 def test_one_tensor_per_value_dtype_and_device():
@@ -25,3 +25,11 @@ def test_a_selection_against_a_number_is_one_operation():
     assert "scalar_tensor" not in count.by_name and count.by_name["where"] == 2, count.by_name
     assert torch.equal(got, torch.where(c, x, 0.0)) and torch.equal(got2, torch.where(c, 7.0, x))
     assert got.dtype == x.dtype
+
+
+def test_where_number_takes_the_number_on_either_side():
+    c = torch.tensor([True, False])
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert torch.equal(where_number(c, x, -1.0), torch.tensor([1.0, -1.0], dtype=torch.float64))
+    assert torch.equal(where_number(c, -1.0, x), torch.tensor([-1.0, 2.0], dtype=torch.float64))
+    assert where_number(c, 3.0, x).dtype == torch.float64

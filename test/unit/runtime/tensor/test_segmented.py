@@ -290,3 +290,44 @@ def test_weight_views_are_made_once_and_never_kept_for_gradients():
     out = so._dot_last(wg, v)
     out.sum().backward()
     assert torch.allclose(wg.grad, v.sum(0, keepdim=True).expand_as(w))
+
+
+def test_one_vector_against_a_batch_is_one_product_per_call():
+    """``sum_k x[b, m, k] v[0, 0, k]`` (a layer's bias constant against a batch's coefficients): the
+    vector's batch-wide column is kept, each later call is a ``bmm`` and its squeeze (the stacked-rows
+    product took four operations per call); a vector that requires gradients gets them."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4, 30, 200, generator=g, dtype=torch.float64)
+    v = torch.randn(1, 1, 200, generator=g, dtype=torch.float64)
+    assert so._product_numel(x, v) > so.SMALL_PRODUCT
+    first = so._dot_last(x, v)
+    with OpCounter() as c:
+        again = so._dot_last(x, v)
+    assert torch.allclose(first, (x * v).sum(-1)) and torch.equal(first, again)
+    assert c.ops == 2 and c.by_name["bmm"] == 1, c.by_name
+    vg = v.clone().requires_grad_(True)
+    so._dot_last(x, vg).sum().backward()
+    assert torch.allclose(vg.grad, x.sum((0, 1)).reshape(1, 1, -1))
+
+
+def test_a_mask_given_a_unit_dimension_reaches_a_diagonal_without_a_squeeze():
+    """A rule's mask ``m [B, n]`` with an added poly dimension selects between diagonal blocks (a ReLU's
+    relaxation): the kernel takes the dimension away again by handing back ``m`` itself, no ``squeeze``
+    (:mod:`cfruntime.tensor.unit_views`)."""
+    from cfruntime.tensor.unit_views import squeezed, unsqueezed
+
+    g = torch.Generator().manual_seed(2)
+    m = torch.rand(3, 5, generator=g) > 0.5
+    u = unsqueezed(m, 2)
+    assert squeezed(u, 2) is m and squeezed(u, -1) is m
+    assert torch.equal(squeezed(torch.zeros(3, 1, 5), 1), torch.zeros(3, 5))
+    core_a = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    core_b = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    a = Segmented((3, 5, 5), 2, {0: DiagonalBlock(core_a, 1)}, torch.float64, "cpu")
+    b = Segmented((3, 5, 5), 2, {0: DiagonalBlock(core_b, 1)}, torch.float64, "cpu")
+    mask = gb.add_dim(m, 2)
+    with OpCounter() as c:
+        out = gb.where(mask, a, b)
+    assert c.by_name["squeeze"] == 0 and c.ops == 1, c.by_name
+    assert torch.equal(gb.to_dense(out), torch.where(mask, gb.to_dense(a), gb.to_dense(b)))
+    assert gb.remove_dim(mask, 2) is m
