@@ -22,6 +22,11 @@ float64 boxes in and giving the bounds back on the CPU, as in every ``cfmlir.cer
 certified counts from one untimed ``cfmlir.certify``.  TensorFloat-32 is off for both tools.  Margins
 are compared with auto_LiRPA's: IBP and CROWN-IBP with the timed run, DeepPoly with an untimed auto_LiRPA run with dense intermediate
 bounds (pure DeepPoly semantics; by default auto_LiRPA keeps IBP bounds where tighter).
+auto_LiRPA's model comes from the harness's ONNX converter (``peer_converter`` in the JSON): its own small
+one, or onnx2pytorch where that imports -- whose modules cost auto_LiRPA more operations (cifar convMed
+IBP: 138 native, 184 through onnx2pytorch), so figures are comparable only under one converter; the
+recorded ones are ``native`` (onnx2pytorch needs torchvision, which pip pairs with torch 2.14, not the
+pinned 2.13).
 
 Our float32 bounds are widened against rounding by default (what ``cf-run`` and the API give:
 :mod:`cfruntime.flow.widening`; auto_LiRPA's are not); ``--widen off`` compares the raw float32 runs.
@@ -44,7 +49,7 @@ from pathlib import Path
 
 import torch
 from cfmlir import spec_rows
-from peer_side import Peer, count_ops, margins_ours, peer_available, timed
+from peer_side import Peer, count_ops, margins_ours, peer_available, peer_converter, timed
 from peer_table import print_row
 
 REPO = Path(__file__).resolve().parent.parent
@@ -239,7 +244,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     results = {"device": str(device), "gpu": gpu, "threads": torch.get_num_threads(), "dtype": "float32", "tf32": False, "widened": WIDEN,
                "repeat": args.repeat, "torch": torch.__version__,
-               "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults",
+               "malloc": MALLOC_FIXED if args.malloc == "fixed" else "glibc defaults", "peer_converter": peer_converter(),
                "load_average_at_start": list(os.getloadavg()), "cpu_count": os.cpu_count(), "runs": []}
     print(f"device {device}{f' ({gpu})' if gpu else ''}, {torch.get_num_threads()} threads, float32 "
           f"{'widened' if WIDEN else 'raw (--widen off)'}, warm, min of {args.repeat}")
@@ -260,7 +265,7 @@ def _alpha_main(args, device: torch.device) -> int:
 
     out = Path(args.out) if args.out else REPO / "bench" / "results" / f"peer_compare_alpha{'_cuda' if device.type == 'cuda' else ''}.json"
     results = {"device": str(device), "threads": torch.get_num_threads(), "dtype": "float32", "widened": WIDEN,
-               "repeat": args.repeat, "torch": torch.__version__, "runs": []}
+               "repeat": args.repeat, "torch": torch.__version__, "peer_converter": peer_converter(), "runs": []}
     print(f"alpha rows: device {device}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
     results["runs"] = run_alpha(args.rows, device, args.repeat, args.n, WIDEN)
     out.parent.mkdir(parents=True, exist_ok=True)
