@@ -84,7 +84,9 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
 
 5. **Weights.**  A layer whose float64 weights or bias do not survive the cast (a folded
    normalisation, the margin layer ``C W``, a centred bias) is not the network's own: the difference
-   is ``<= u (|W| m_pred + |b|)``, added to the layer's bounds and expressions.
+   is ``<= u (|W| m_pred + |b|)``, added to the layer's bounds and expressions.  For a consumer of the
+   centred input ``|W| m_0 <= rowsum|W| max_p m_0p`` is charged instead (two elementwise operations, no
+   matrix product; the box's radii are all about ``eps``, so it is at most about twice as large).
 
 6. **Last operations** (``+ bias``, ``sigmoid(l)``, DeepZ's closed forms, ``max`` of two bounds, the
    widening's own subtraction) err relative to the result: ``gamma(16) m~`` (``m~`` the rule's
@@ -140,7 +142,9 @@ widening is multiplied by ``SAFETY = 1 + 2 gamma(K_max + 16)``.
 
 Cost (section 7's forms, no zonotopes): a transparent layer (ReLU's bounds) none; an inexact affine
 layer 6 elementwise operations for its Float bounds and one ``addmm`` (``|W|^T`` memoised) for its
-polyhedra; a diagonal relaxation pair about 8; the input 5; the centring about 15 per batch.  With
+polyhedra; a diagonal relaxation pair about 8; the input 5; the centring about 15 per batch (a consumer of
+the centred input whose weights do not survive the cast charges section 5 as ``rowsum|W| max m``: no
+matrix product).  With
 zonotopes (section 3) every layer's widening is one linear combination of magnitudes
 (:func:`_lincomb`), about 20 elementwise operations, one ``|coeff| . m`` product per stored polyhedron
 pair and one ``|coeff|`` row sum per zonotope.  No host syncs, no change to the rules or the traverses.
@@ -298,6 +302,19 @@ def _row_abs_sum64(layer, device) -> torch.Tensor:
         return rs.reshape(1, -1)
     oc, oh, ow = layer.conv.out_shape
     return rs.reshape(1, oc, 1).expand(1, oc, oh * ow).reshape(1, -1)
+
+
+def _row_abs_sum_up(layer, device, dtype) -> torch.Tensor:
+    """``rowsum |W|`` ``[1, n]`` in ``dtype``, rounded up (kept per device, dtype and weight version)."""
+    src = _weight_source(layer)
+    memo = src.__dict__.setdefault("_cf_rowsum_up", {})
+    key = (str(device), dtype, src._version)
+    if key not in memo:
+        for old in [k for k in memo if k[:2] == key[:2]]:
+            del memo[old]
+        rs = _row_abs_sum64(layer, device).to(dtype)
+        memo[key] = torch.nextafter(rs, scalar_like(math.inf, rs))
+    return memo[key]
 
 
 def can_centre(network) -> bool:
@@ -1071,14 +1088,25 @@ class Widening(_Structure):
             if layer.index in self.bias_errors and _exact_in(_weight_source(layer), self.dtype):
                 t += [(self._g(2), b)]  # the network's weights; the centred bias rounded to the dtype
             elif not exact_parameters(layer, self.dtype):
-                w = parameters.weight(layer, self.rep)
-                t += [(self._g(2), abs_dot(w, self._m(layer.preds[0]))), (self._g(2), b)]
+                t += [(self._g(2), self._weights_times_m(layer)), (self._g(2), b)]
             if layer.index in self.bias_errors:
                 t.append((1 + 4 * self.u, self.bias_errors[layer.index].to(self.dtype)))
             return t
         if layer.kind == "add" and self.substitutes:
             return [(self._g(self.S + 2), self._m(p)) for p in layer.preds]
         return []
+
+    def _weights_times_m(self, layer) -> torch.Tensor:
+        """Section 5's ``|W| . m_pred`` ``[B, n]``.  For a consumer of the centred input (section 0) the
+        bound ``rowsum|W| max_p m_p`` instead: the input's magnitudes are the box's radii, all about
+        ``eps``, so it is at most about twice the product (a term ``u``-sized against the bounds), and
+        it costs a maximum and a product where ``|W| . m`` is a matrix product as large as the layer's
+        own (mnist's first layers: a folded normalisation makes every one inexact)."""
+        p = layer.preds[0]
+        m = self._m(p)
+        if p == 0 and layer.index in self.bias_errors and not layer.batched:
+            return _row_abs_sum_up(layer, m.device, self.dtype) * m.amax(1, keepdim=True)
+        return abs_dot(parameters.weight(layer, self.rep), m)
 
     def _elementwise(self, layer) -> bool:
         return layer.kind not in ("affine", "add") and len(layer.preds) == 1

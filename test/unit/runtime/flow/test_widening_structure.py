@@ -157,3 +157,26 @@ def test_the_centred_biases_follow_an_in_place_weight_update():
     assert torch.allclose(after, first.bias.double() + x0 @ first.weight.double().T)
     assert not torch.allclose(after, before)
     assert (err_after > err_before).all()  # rowsum |W| doubled
+
+
+def test_the_centred_inputs_weight_term_bounds_the_product_without_one():
+    """Section 5's ``|W| . m_pred`` for a consumer of the centred input whose float64 weights do not survive
+    the cast (a folded normalisation): ``rowsum|W| max_p m_p``, at least the product on every neuron and at
+    most about twice it (the radii of an eps-box), made without a matrix product."""
+    from cfruntime.op_count import OpCounter
+
+    cert, net = certifier("ibp"), mlp((8,))
+    with torch.no_grad():
+        net.layers[1].weight.mul_(1 / 3)  # float64 weights no float32 number equals
+    lb, ub = boxes(net, n=3)
+    centred, dl, du, errs = widening.centre_input(net, lb.float(), ub.float(), torch.float32)
+    w = widening.Widening(cert, centred, rep(), 3, errs)
+    w.mags[0] = torch.maximum(-dl, du)
+    layer = centred.layers[1]
+    assert not widening.exact_parameters(layer, torch.float32)
+    w._weights_times_m(layer)  # the rounded-up row sums are made once per weight version
+    with OpCounter() as c:
+        got = w._weights_times_m(layer)
+    want = widening.abs_dot(layer.weight.float().unsqueeze(0), w.mags[0])
+    assert bool((got >= want).all()) and bool((got <= 2.5 * want).all())
+    assert c.by_name["mm"] == 0 and c.by_name["bmm"] == 0 and c.ops <= 2, c.by_name
