@@ -214,21 +214,31 @@ def _outward(lo: torch.Tensor, hi: torch.Tensor):
 
 
 # -- the input centred on its box ---------------------------------------------------------------------
+def _kept_per_version(t: torch.Tensor, slot: str, key: tuple, make, versions=()):
+    """``make()`` kept on ``t`` under ``key`` and the in-place versions of ``t`` and ``versions`` (made
+    again after any of them is written in place; the stale value of the same ``key`` is dropped)."""
+    memo = t.__dict__.setdefault(slot, {})
+    full = key + (t._version,) + tuple(v._version for v in versions)
+    if full not in memo:
+        for old in [k for k in memo if k[:len(key)] == key]:
+            del memo[old]
+        memo[full] = make()
+    return memo[full]
+
+
 def _f64_source(layer, device):
     """The layer's float64 weight source on ``device``, ``(w, rowsum |w|, w^T)`` (``w^T`` a view, dense
     only), made once per device and in-place version, kept on the tensor: a CUDA graph's capture must
     not copy from the host."""
     src = _weight_source(layer)
-    memo = src.__dict__.setdefault("_cf_f64_on", {})
-    key = (str(device), src._version)
-    if key not in memo:
-        for old in [k for k in memo if k[0] == key[0]]:
-            del memo[old]
+
+    def make():
         w = src.to(device=device, dtype=torch.float64)
         rs = (src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
               if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
-        memo[key] = (w, rs, w.t() if layer.linear_kind == "dense" and w.dim() == 2 else None)
-    return memo[key]
+        return w, rs, w.t() if layer.linear_kind == "dense" and w.dim() == 2 else None
+
+    return _kept_per_version(src, "_cf_f64_on", (str(device),), make)
 
 
 def _dense64(layer, device, g: float):
@@ -248,23 +258,14 @@ def _bias_terms64(layer, device, g: float):
 
     if layer.linear_kind == "dense" and layer.weight.dim() == 3:  # a batch's own weights: not kept
         return make()
-    memo = layer.bias.__dict__.setdefault("_cf_terms64", {})
-    key = (str(device), g, layer.bias._version, _weight_source(layer)._version)
-    if key not in memo:
-        memo.clear()
-        memo[key] = make()
-    return memo[key]
+    return _kept_per_version(layer.bias, "_cf_terms64", (str(device), g), make, (_weight_source(layer),))
 
 
 def _bias64(layer, device) -> torch.Tensor:
     """A layer's bias in float64 on ``device`` (made once per in-place version, kept on the bias: a CUDA
     graph's capture must not copy from the host; a batched bias is on the device already)."""
-    memo = layer.bias.__dict__.setdefault("_cf_f64_on", {})
-    key = (str(device), layer.bias._version)
-    if key not in memo:
-        memo.clear()
-        memo[key] = layer.bias.to(device=device, dtype=torch.float64)
-    return memo[key]
+    return _kept_per_version(layer.bias, "_cf_f64_on", (str(device),),
+                             lambda: layer.bias.to(device=device, dtype=torch.float64))
 
 
 def _gather_index(layer, device) -> torch.Tensor:
@@ -306,15 +307,11 @@ def _row_abs_sum64(layer, device) -> torch.Tensor:
 
 def _row_abs_sum_up(layer, device, dtype) -> torch.Tensor:
     """``rowsum |W|`` ``[1, n]`` in ``dtype``, rounded up (kept per device, dtype and weight version)."""
-    src = _weight_source(layer)
-    memo = src.__dict__.setdefault("_cf_rowsum_up", {})
-    key = (str(device), dtype, src._version)
-    if key not in memo:
-        for old in [k for k in memo if k[:2] == key[:2]]:
-            del memo[old]
+    def make():
         rs = _row_abs_sum64(layer, device).to(dtype)
-        memo[key] = torch.nextafter(rs, scalar_like(math.inf, rs))
-    return memo[key]
+        return torch.nextafter(rs, scalar_like(math.inf, rs))
+
+    return _kept_per_version(_weight_source(layer), "_cf_rowsum_up", (str(device), dtype), make)
 
 
 def can_centre(network) -> bool:

@@ -666,8 +666,9 @@ def _is_constant(t) -> bool:
 
 
 def _column(v: torch.Tensor) -> torch.Tensor:
-    """``v [B, 1, k]`` as the column ``[B, k, 1]`` (a view, made once per tensor)."""
-    return _memo(v, "column", lambda: v.transpose(1, 2))
+    """``v [B, 1, k]`` as the column ``[B, k, 1]`` (a view, made once per tensor; afresh when ``v``
+    requires gradients, see :func:`_kept_view`)."""
+    return _kept_view(v, "column", lambda: v.transpose(1, 2))
 
 
 def _batch_column(v: torch.Tensor, b: int) -> torch.Tensor:

@@ -306,8 +306,15 @@ def test_one_vector_against_a_batch_is_one_product_per_call():
     assert torch.allclose(first, (x * v).sum(-1)) and torch.equal(first, again)
     assert c.ops == 2 and c.by_name["bmm"] == 1, c.by_name
     vg = v.clone().requires_grad_(True)
+    with torch.no_grad():  # a run without gradients first must not leave a view without them behind
+        so._dot_last(x, vg)
     so._dot_last(x, vg).sum().backward()
     assert torch.allclose(vg.grad, x.sum((0, 1)).reshape(1, 1, -1))
+    vr = torch.randn(4, 1, 200, generator=g, dtype=torch.float64, requires_grad=True)  # a sample's own vector
+    with torch.no_grad():
+        so._dot_last(x, vr)
+    so._dot_last(x, vr).sum().backward()
+    assert torch.allclose(vr.grad, x.sum(1, keepdim=True))
 
 
 def test_a_mask_given_a_unit_dimension_reaches_a_diagonal_without_a_squeeze():
