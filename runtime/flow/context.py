@@ -245,13 +245,18 @@ class LayerContext:
         if self.rep.planned and letter not in "PS":
             # per layer, the cached view of the stored values: a segmented tensor without a copy
             # (made when read: a product against one layer's weights reads that layer's part only)
-            makers = {}
+            # (and flat, without the unit dimension before the neurons': the stored values as they are,
+            # for a kernel that would squeeze it away again, seg_ops.interval_inner)
+            makers, flat = {}, {}
             offsets, sizes = self.layout.offsets, self.layout.sizes
             for k in self.store.values[member]:
                 if n.start <= offsets[k] and offsets[k] + sizes[k] <= n.start + n.count:
                     makers[offsets[k] - n.start] = functools.partial(
                         self.access, Neurons(offsets[k], sizes[k], n.dim, n.rank), member)
-            parts = LazyParts(dict(sorted(makers.items())))
+                    if n.dim >= 2 and n.rank == n.dim + 1:
+                        flat[offsets[k] - n.start] = functools.partial(
+                            self.access, Neurons(offsets[k], sizes[k], n.dim - 1, n.rank - 1), member)
+            parts = LazyParts(dict(sorted(makers.items())), flat)
             shape = list(n.shape)
             shape[0] = self.batch
             return Segmented(shape, n.dim, parts, self.rep.dtype, self.rep.device)

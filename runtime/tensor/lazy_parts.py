@@ -11,6 +11,13 @@ segment and calls it the first time the part is read, so the views nobody reads 
 
 It is a read-only mapping: iterating its items (a copy, ``map_parts``) makes every part, as a dict
 would hold them.
+
+A part laid out ``[B, 1, w]`` may also be read *flat*, ``[B, w]`` (:meth:`LazyParts.flat`, from a
+second maker: the stored values themselves, no ``unsqueeze``), by a kernel that would take the unit
+dimension away again (IBP's interval product: ``conv2d`` of the images, ``mm`` of the rows)::
+
+    parts = LazyParts({784: lambda: l1.unsqueeze(1)}, flat={784: lambda: l1})
+    parts.flat(784) is l1                                   # True: nothing dispatched
 """
 
 from __future__ import annotations
@@ -22,11 +29,18 @@ from typing import Callable
 class LazyParts(Mapping):
     """``{segment start: part}`` whose parts are made by ``makers[start]()`` when first read."""
 
-    __slots__ = ("_makers", "_made")
+    __slots__ = ("_makers", "_made", "_flat")
 
-    def __init__(self, makers: dict[int, Callable]):
+    def __init__(self, makers: dict[int, Callable], flat: dict[int, Callable] | None = None):
         self._makers = makers
         self._made: dict = {}
+        self._flat = flat or {}
+
+    def flat(self, start):
+        """The part at ``start`` without its unit row dimension (the one before the segmented one), or
+        None where no flat maker was given (the maker keeps what it makes: the context's views)."""
+        maker = self._flat.get(start)
+        return None if maker is None else maker()
 
     def __getitem__(self, start):
         made = self._made

@@ -35,10 +35,11 @@ from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
 from .clamps import clamp_number, positive_part
 from .kept_columns import KeptColumns
+from .lazy_parts import LazyParts
 from .masked_grad import divide, multiply
 from .matmul import block_matmul
 from .scalars import where_number
-from .unit_views import squeezed
+from .unit_views import squeezed, unsqueezed
 from .segmented import Segmented, is_segmented, part_dense
 
 #: Above this many entries of ``x``, concretisation uses the centre/radius form (one pass fewer).
@@ -685,8 +686,7 @@ def _dot_last(xx, v):
             and torch.broadcast_shapes(xx.shape[:-2], v.shape[:-2]) == v.shape[:-2]:
         # a convolution of the one vector per sample: conv2d on its images (3 operations; the generic
         # product's column layout takes 9 per call, IBP makes two per convolution layer)
-        y = torch.nn.functional.conv2d(v.reshape((-1,) + xx.in_chw), xx.weight, stride=xx.stride, padding=xx.padding)
-        return y.reshape(v.shape[:-2] + (xx.shape[-2],))
+        return _conv_vectors(xx, v, v.shape[:-2])
     if isinstance(xx, torch.Tensor):
         if xx.dim() == 3 and v.dim() == 3:
             if _product_numel(xx, v) <= SMALL_PRODUCT:
@@ -699,6 +699,41 @@ def _dot_last(xx, v):
         return (xx * v).sum(-1)
     out = _mm(xx, v.transpose(-1, -2))
     return (out if isinstance(out, torch.Tensor) else part_dense(out)).squeeze(-1)
+
+
+def _conv_vectors(xx: ConvBlock, v: torch.Tensor, lead: tuple) -> torch.Tensor:
+    """``[*lead, m]``: the convolution ``xx`` of the vectors ``v`` (``lead`` of them; any layout of
+    ``prod(lead)`` images' entries), by ``conv2d`` on their images."""
+    y = torch.nn.functional.conv2d(v.reshape((-1,) + xx.in_chw), xx.weight, stride=xx.stride, padding=xx.padding)
+    return y.reshape(tuple(lead) + (xx.shape[-2],))
+
+
+def _dot_flat(xx, f: torch.Tensor):
+    """:func:`_dot_last` of ``v = f`` with its unit row dimension added (``f [..., k]``, ``v [..., 1, k]``):
+    the kernels that would take that dimension away read ``f`` itself (a diagonal's product, a
+    convolution's images, the rows of a product against shared weights); the others get ``v``."""
+    if isinstance(xx, DiagonalBlock) and xx.delta == len(xx.shape) - 2:
+        return xx.core * f
+    if isinstance(xx, ConvBlock) and f.dim() + 1 == len(xx.shape) \
+            and torch.broadcast_shapes(xx.shape[:-2], f.shape[:-1]) == f.shape[:-1]:
+        return _conv_vectors(xx, f, f.shape[:-1])
+    if isinstance(xx, torch.Tensor) and xx.dim() == 3 and f.dim() == 2 \
+            and f.shape[0] * xx.shape[1] * xx.shape[2] > SMALL_PRODUCT:
+        if xx.shape[0] == 1 != f.shape[0]:  # shared weights, as in _dot_last
+            return torch.mm(f, _kept_view(xx, "t0", lambda: xx[0].t()))
+        if xx.shape[0] == f.shape[0]:  # a sample's own rows (the margin layer): f as its column
+            return torch.bmm(xx, f.unsqueeze(2)).squeeze(2)
+    return _dot_last(xx, unsqueezed(f, f.dim() - 1))
+
+
+def _flat_part(v, start: int, width: int, sdim: int):
+    """The part of ``v`` at ``start`` without its unit row dimension, where it is at hand without an
+    operation (:meth:`~cfruntime.tensor.lazy_parts.LazyParts.flat`: the stored values); else None."""
+    if is_segmented(v) and v.sdim == sdim and isinstance(v.parts, LazyParts):
+        p = v.parts.flat(start)
+        if isinstance(p, torch.Tensor) and p.dim() == sdim and p.shape[-1] == width:
+            return p
+    return None
 
 
 def interval_inner(x, lo, hi, dim: int, offset: torch.Tensor | None = None):
@@ -722,16 +757,20 @@ def interval_inner(x, lo, hi, dim: int, offset: torch.Tensor | None = None):
     a = rad = None
     for s, xp in pieces:
         w = xp.shape[r - 1]
-        l, u = _segment_of(lo, s, w, r - 1), _segment_of(hi, s, w, r - 1)
-        if l is NotImplemented or u is NotImplemented:
-            return NotImplemented
-        if l is None and u is None:
-            continue
-        l = torch.zeros_like(u) if l is None else l
-        u = torch.zeros_like(l) if u is None else u
+        l, u = _flat_part(lo, s, w, r - 1), _flat_part(hi, s, w, r - 1)
+        dot = _dot_flat  # the stored bounds themselves, [..., w]: no unit dimension to add and take away
+        if l is None or u is None:
+            dot = _dot_last
+            l, u = _segment_of(lo, s, w, r - 1), _segment_of(hi, s, w, r - 1)
+            if l is NotImplemented or u is NotImplemented:
+                return NotImplemented
+            if l is None and u is None:
+                continue
+            l = torch.zeros_like(u) if l is None else l
+            u = torch.zeros_like(l) if u is None else u
         width = u - l
-        ta = _dot_last(xp, torch.add(l, width, alpha=0.5))  # the centre
-        tr = _dot_last(_abs_of(xp), width)  # twice the radius
+        ta = dot(xp, torch.add(l, width, alpha=0.5))  # the centre
+        tr = dot(_abs_of(xp), width)  # twice the radius
         a = ta if a is None else a + ta
         rad = tr if rad is None else rad + tr
     if a is None:
