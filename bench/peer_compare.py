@@ -9,7 +9,10 @@
 For every row (a shared network and a batch size) and certifier, both tools bound the robustness
 margins ``y_true - y_j`` of the same L-inf boxes (the first ``n`` images at the paper's epsilon) in
 float32, in one process: IBP = auto_LiRPA ``IBP``, CROWN-IBP = ``CROWN-IBP``, DeepPoly =
-``backward`` (CROWN).  Timing is warm: one untimed warm-up batch, then the minimum over ``--repeat``
+``backward`` (CROWN).  Timing is warm: one untimed warm-up batch (on the CPU, ours: then every batch
+three times more, so that a batch shape's run is recorded and checked, :mod:`cfruntime.flow.tape` --
+``ours_s`` is the replay, the steady state of ``cf-run`` over many batches, and ``ours_eager_s`` /
+``eager_ratio`` the eager engine's time, what a single batch costs), then the minimum over ``--repeat``
 runs of the whole set of batches (bound computation only: network loading, compilation and the
 ``BoundedModule`` build are excluded; on CUDA the device is synchronised after every batch).
 Both tools run in one process under glibc's allocator as it comes (its adaptive mmap/trim thresholds
@@ -48,7 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
 from cfmlir import spec_rows
+from cfruntime.flow import graphs
 from peer_side import Peer, count_ops, margins_ours, peer_available, peer_converter, timed
 from peer_table import print_row
 
@@ -144,7 +149,11 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
             ours = Ours(cert, net, prop, batches, device)
             peer = Peer(onnx_path, prop, batches, device)
             peer.method = PEER_METHOD[cert]
-            t_ours, low_ours = timed(ours, batches, device, repeat)
+            # warm: on the CPU our runs are replayed from a batch shape's fourth call on (the steady state
+            # of cf-run over many batches); a run of one batch is eager: its time is ours_eager_s
+            replayed = device.type == "cpu"
+            t_ours, low_ours = timed(ours, batches, device, repeat, warm=graphs.CPU_RECORD_AFTER if replayed else 0)
+            t_eager = timed(ours.eager, batches, device, repeat)[0] if replayed else None
             t_peer, low_peer = timed(peer, batches, device, repeat)
             ours_m = margins_ours(low_ours, prop.labels, peer.others)
             peer_m = torch.cat([l.double().cpu() for l in low_peer])
@@ -167,6 +176,7 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
                 worst = int(torch.argmax(diff / (1e-3 + 1e-4 * ref_m.abs())))
                 rec.update(margin_worst_ref=float(ref_m.flatten()[worst]), margin_worst_ours=float(ours_m.flatten()[worst]))
             rec.update(status="ok", ours_s=t_ours, peer_s=t_peer, ratio=t_ours / t_peer,
+                       ours_eager_s=t_eager, eager_ratio=None if t_eager is None else t_eager / t_peer,
                        certified_ours=cert_ours, certified_peer=cert_peer,
                        ops_ours=ops_o, syncs_ours=syncs_o, ops_peer=ops_p, syncs_peer=syncs_p,
                        margin_max_abs_diff=float(diff.max()) if diff is not None else None, margins_agree=tol_ok,
@@ -182,13 +192,14 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
     return out
 
 
-HEADER = (f"{'row':24s} {'certifier':9s} {'batch':>5s} {'ours s':>9s} {'peer s':>9s} {'ratio':>6s} "
+HEADER = (f"{'row':24s} {'certifier':9s} {'batch':>5s} {'ours s':>9s} {'peer s':>9s} {'ratio':>6s} {'eager':>6s} "
           f"{'cert o/p':>9s} {'ops o/p':>13s} {'syncs o/p':>10s} {'margin diff':>11s}")
 
 
 def _print(r: dict) -> None:
     print_row(r, f"{r['row']:24s} {r['certifier']:9s} {r['batch']:5d}", lambda r: (
         f"{r['ours_s']:9.4f} {r['peer_s']:9.4f} {r['ratio']:6.2f} "
+        + (f"{r['eager_ratio']:6.2f} " if r.get("eager_ratio") is not None else "     - ") +
         f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_ours']:6d}/{r['ops_peer']:<6d} "
         f"{r['syncs_ours']:4d}/{r['syncs_peer']:<5d} "
         + (f"{r['margin_max_abs_diff']:11.2e}{'' if r['margins_agree'] else ' !'}" if r["margins_agree"] is not None else "        n/a")))

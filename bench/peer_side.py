@@ -22,9 +22,13 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed(run_batch, batches, device, repeat: int) -> tuple[float, list]:
-    """Warm-up on the first batch, then the minimum over ``repeat`` runs of all batches."""
+def timed(run_batch, batches, device, repeat: int, warm: int = 0) -> tuple[float, list]:
+    """Warm-up on the first batch (and ``warm`` runs of all batches more: our CPU runs replay a recording
+    from a batch shape's fourth call on), then the minimum over ``repeat`` runs of all batches."""
     run_batch(batches[0])
+    for _ in range(warm):
+        for b in batches:
+            run_batch(b)
     sync(device)
     best, outs = math.inf, None
     for _ in range(repeat):

@@ -68,9 +68,14 @@ class CompiledEngine:
         from cfruntime.flow.engine import run_certifier
 
         lb, ub = _boxes(network, lb, ub)
-        # a replayed CUDA graph keeps the last layer's bounds only: the layers need every layer's store
+        # a replayed CUDA graph (a recorded CPU run) keeps the last layer's bounds only: the layers need
+        # every layer's store; on the CPU a replay is asked for (run_certifier's default is eager there)
+        if with_layers or self.graph is False:
+            graph = {"graph": False}
+        else:
+            graph = {"graph": True} if torch.device(self.device).type == "cpu" and self.graph is None else {}
         res = run_certifier(self.certifier, network, lb, ub, sparse=self.sparse, dtype=self.dtype, device=self.device,
-                            widen=self.widen, **({"graph": False} if with_layers or self.graph is False else {}))
+                            widen=self.widen, **graph)
         lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
         if not with_layers:
             return lower, upper, None

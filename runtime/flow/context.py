@@ -247,16 +247,16 @@ class LayerContext:
             # (made when read: a product against one layer's weights reads that layer's part only)
             # (and flat, without the unit dimension before the neurons': the stored values as they are,
             # for a kernel that would squeeze it away again, seg_ops.interval_inner)
-            makers, flat = {}, {}
             offsets, sizes = self.layout.offsets, self.layout.sizes
-            for k in self.store.values[member]:
-                if n.start <= offsets[k] and offsets[k] + sizes[k] <= n.start + n.count:
-                    makers[offsets[k] - n.start] = functools.partial(
-                        self.access, Neurons(offsets[k], sizes[k], n.dim, n.rank), member)
-                    if n.dim >= 2 and n.rank == n.dim + 1:
-                        flat[offsets[k] - n.start] = functools.partial(
-                            self.access, Neurons(offsets[k], sizes[k], n.dim - 1, n.rank - 1), member)
-            parts = LazyParts(dict(sorted(makers.items())), flat)
+            dim, rank, end = n.dim, n.rank, n.start + n.count
+            keys = {offsets[k] - n.start: k for k in sorted(self.store.values[member])
+                    if n.start <= offsets[k] and offsets[k] + sizes[k] <= end}
+
+            def make(k, d=dim, r=rank):
+                return self.access(Neurons(offsets[k], sizes[k], d, r), member)
+
+            flat = functools.partial(make, d=dim - 1, r=rank - 1) if dim >= 2 and rank == dim + 1 else None
+            parts = LazyParts(keys, make, flat)
             shape = list(n.shape)
             shape[0] = self.batch
             return Segmented(shape, n.dim, parts, self.rep.dtype, self.rep.device)

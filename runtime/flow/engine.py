@@ -154,7 +154,10 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     ``graph`` (default: on CUDA with planned tensors): replay the certification as a CUDA graph
     captured on the first call for this certifier, network and batch shape
     (:mod:`cfruntime.flow.graphs`); the result then carries the last layer's bounds only
-    (``store`` is None).
+    (``store`` is None).  ``graph=True`` on the CPU (planned tensors): the run's operations are
+    recorded once the batch shape recurs and replayed from then on (:mod:`cfruntime.flow.tape`; bit
+    for bit the eager results, checked on the first replay); callers that read only the last layer ask
+    for it (:class:`cfmlir.engines.CompiledEngine`).
 
     g-BSCR runs with absent-zero semantics: a coefficient outside every block is an absent summand,
     as in ConstraintFlow, so blocks need not be scanned for inf/NaN before the sparse kernels.
@@ -216,13 +219,15 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     device = torch.device(device)
     if graph is None:
         graph = device.type == "cuda" and representation == "planned" and not cert.params
-    if graph and device.type == "cuda" and not cert.params:
+    replayed = device.type == "cuda" or (device.type == "cpu" and representation == "planned")
+    if graph and replayed and not cert.params:
         from cfruntime.flow.graphs import graphed_bounds
 
         b = lb.shape[0]
         dlb, dub = _box(lb.reshape(b, -1), ub.reshape(b, -1), dtype, device, widen)
-        out = graphed_bounds(lambda *a, **kw: run_certifier(*a, widen=widen, check_finite=False, **kw), cert, network,
-                             dlb, dub, dtype, representation, widen)
+        with _full_precision_float32():
+            out = graphed_bounds(lambda *a, **kw: run_certifier(*a, widen=widen, check_finite=False, **kw), cert,
+                                 network, dlb, dub, dtype, representation, widen)
         if out is not None:
             if check_finite and not finite.is_finite(out[2]):  # located by the eager engine (the graph keeps no store)
                 return run_certifier(cert, network, lb, ub, sparse=sparse, dtype=dtype, device=device,

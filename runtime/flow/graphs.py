@@ -9,8 +9,11 @@ input boxes, and the parameters of *batched* layers (the margin layer ``C W`` th
 parameters are the graph's constants (cached per tensor by :mod:`cfruntime.flow.parameters`).
 
 A graph is kept per (certifier, network structure and parameters, batch shape, dtype,
-representation); :func:`graphed_bounds` falls back to the eager engine when the device is not CUDA
-or capture fails.
+representation); :func:`graphed_bounds` falls back to the eager engine when capture fails.
+
+On the CPU the same premise gives a recorded run instead (:class:`_Taped`, :mod:`cfruntime.flow.tape`):
+its dispatched operations, recorded at a key's ``CPU_RECORD_AFTER``-th call, replayed as one
+straight-line function once a first replay has been found bit for bit equal to an eager run.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class _Graph:
                           linear_kind=l.linear_kind, weight=w, bias=b)
             layers.append(l)
         self.network = net = Network(layers, source=network.source, input_name=network.input_name)
+        self.cert = cert  # (the key names it by id: never reused while the graph is kept)
         lo, hi = self.lb, self.ub  # (no reference to self: a _Graph is freed as soon as it is dropped)
 
         def call():
@@ -81,6 +85,101 @@ class _Graph:
         return self.lower.clone(), self.upper.clone(), self.finite.clone()
 
 
+class _Taped:
+    """One recorded certification on the CPU (:mod:`cfruntime.flow.tape`): its inputs are the boxes
+    and the batched layers' parameters, as :class:`_Graph`'s buffers are.  ``first``: the recording
+    run's own results; ``checked``: a replay has been found equal to an eager run."""
+
+    def __init__(self, run, cert, network: Network, lb, ub, dtype, representation):
+        from cfruntime.flow.tape import Tape, compile_tape
+
+        self.dtype = dtype
+        self.dynamic = [l.index for l in network.layers if l.kind == "affine" and l.batched]
+        inputs = [lb.clone(), ub.clone()]  # fresh tensors: nothing is kept on them from earlier runs
+        layers = []
+        for l in network.layers:
+            if l.index in self.dynamic:
+                w, b = l.weight.to(dtype=dtype).clone(), l.bias.to(dtype=dtype).clone()
+                inputs += [w, b]
+                l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
+                          linear_kind=l.linear_kind, weight=w, bias=b)
+            layers.append(l)
+        # kept: the key names the certifier and the layers' parameters by id (never reused while alive)
+        self.cert = cert
+        self.network = net = Network(layers, source=network.source, input_name=network.input_name)
+        tape = Tape(inputs)
+        with tape:
+            res = run(cert, net, inputs[0], inputs[1], dtype=dtype, device=lb.device,
+                      representation=representation, graph=False)
+        self.first = res.lower, res.upper, res.finite
+        self.replay = compile_tape(tape, self.first)
+        self.checked = False
+
+    def release(self) -> None:
+        self.replay = None
+
+    def __call__(self, network: Network, lb, ub):
+        args = [lb, ub]
+        for index in self.dynamic:
+            layer = network.layers[index]
+            args += [layer.weight.to(dtype=self.dtype), layer.bias.to(dtype=self.dtype)]
+        return self.replay(*args)
+
+
+#: calls of one key on the CPU before its run is recorded: a recording costs about 40 runs of a small
+#: batch and saves a few milliseconds per run, so one-off shapes stay eager
+CPU_RECORD_AFTER = 3
+_SEEN: dict[tuple, int] = {}
+
+
+def _taped_bounds(run, key, cert, network: Network, lb, ub, dtype, representation):
+    """:func:`graphed_bounds` on the CPU: None (run eagerly) until the key's ``CPU_RECORD_AFTER``-th call,
+    which records its run; the next call replays *and* runs eagerly, and the replay is trusted only if
+    every result is bit for bit the eager one (a recording that would keep one run's choice -- a
+    value read back, which :class:`~cfruntime.flow.tape.Tape` refuses, or one it cannot see -- differs
+    on other boxes)."""
+    from cfruntime.flow.tape import NotReplayable
+
+    if key not in _GRAPHS:
+        seen = _SEEN[key] = _SEEN.get(key, 0) + 1
+        if seen < CPU_RECORD_AFTER:
+            if len(_SEEN) > 4 * _MAX_GRAPHS:
+                _SEEN.pop(next(iter(_SEEN)))
+            return None
+        if len(_GRAPHS) >= _MAX_GRAPHS:
+            _release(_GRAPHS.pop(next(iter(_GRAPHS))))
+        try:
+            taped = _Taped(run, cert, network, lb, ub, dtype, representation)
+        except NotReplayable:
+            _GRAPHS[key] = None
+            return None
+        _GRAPHS[key] = taped
+        out, taped.first = taped.first, None
+        return out
+    taped = _GRAPHS[key]
+    if taped is None:
+        return None
+    if taped.checked:
+        return taped(network, lb, ub)
+    res = run(cert, network, lb, ub, dtype=dtype, device=lb.device, representation=representation, graph=False)
+    want = res.lower, res.upper, res.finite
+    try:
+        got = taped(network, lb, ub)
+    except Exception:  # noqa: BLE001 - a replay that cannot run is one that is not trusted
+        got = None
+    if got is not None and all(_same(a, b) for a, b in zip(got, want)):
+        taped.checked = True
+    else:
+        warnings.warn("a recorded CPU run differs from the eager run on other boxes; running eagerly", RuntimeWarning)
+        _GRAPHS[key] = None
+    return want
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit for bit the same values (NaN where the other has NaN: a non-finite run is located eagerly)."""
+    return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a.isnan() & b.isnan())).all())
+
+
 def _key(cert, network: Network, lb, dtype, representation, widen: bool = True) -> tuple:
     parts = []
     for l in network.layers:
@@ -97,6 +196,8 @@ def graphed_bounds(run, cert, network: Network, lb, ub, dtype, representation, w
     first use); None when it cannot be captured (the caller runs the eager engine).  ``widen``: whether
     ``run`` widens low-precision bounds (:mod:`cfruntime.flow.widening`; part of the graph's key)."""
     key = _key(cert, network, lb, dtype, representation, widen)
+    if lb.device.type == "cpu":
+        return _taped_bounds(run, key, cert, network, lb, ub, dtype, representation)
     if key not in _GRAPHS:
         if len(_GRAPHS) >= _MAX_GRAPHS:
             _release(_GRAPHS.pop(next(iter(_GRAPHS))))
@@ -115,7 +216,8 @@ def _release(graph: "_Graph | None") -> None:
 
 
 def clear() -> None:
-    """Forget every captured graph (their memory is freed when no result refers to it)."""
+    """Forget every captured graph and recorded run (their memory is freed when no result refers to it)."""
     for graph in _GRAPHS.values():
         _release(graph)
     _GRAPHS.clear()
+    _SEEN.clear()

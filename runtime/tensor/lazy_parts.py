@@ -6,7 +6,8 @@ and each part is a view of the stored values in the rule's layout (one ``unsquee
 product against ``W`` then reads the predecessor's part only.  :class:`LazyParts` keeps a maker per
 segment and calls it the first time the part is read, so the views nobody reads are never made::
 
-    parts = LazyParts({0: lambda: l0.unsqueeze(1), 784: lambda: l1.unsqueeze(1)})
+    stored = {0: l0, 1: l1}
+    parts = LazyParts({0: 0, 784: 1}, lambda k: stored[k].unsqueeze(1))     # segment start: layer
     Segmented((10, 1, 884), 2, parts, torch.float32, "cpu").parts.get(784)   # makes one view
 
 It is a read-only mapping: iterating its items (a copy, ``map_parts``) makes every part, as a dict
@@ -16,7 +17,7 @@ A part laid out ``[B, 1, w]`` may also be read *flat*, ``[B, w]`` (:meth:`LazyPa
 second maker: the stored values themselves, no ``unsqueeze``), by a kernel that would take the unit
 dimension away again (IBP's interval product: ``conv2d`` of the images, ``mm`` of the rows)::
 
-    parts = LazyParts({784: lambda: l1.unsqueeze(1)}, flat={784: lambda: l1})
+    parts = LazyParts({0: 0, 784: 1}, lambda k: stored[k].unsqueeze(1), flat=stored.__getitem__)
     parts.flat(784) is l1                                   # True: nothing dispatched
 """
 
@@ -27,32 +28,35 @@ from typing import Callable
 
 
 class LazyParts(Mapping):
-    """``{segment start: part}`` whose parts are made by ``makers[start]()`` when first read."""
+    """``{segment start: part}`` whose parts are ``make(keys[start])``, made when first read (one
+    function and a dict of keys: a rule reads such a mapping per layer, so it is cheap to make)."""
 
-    __slots__ = ("_makers", "_made", "_flat")
+    __slots__ = ("_keys", "_make", "_flat", "_made")
 
-    def __init__(self, makers: dict[int, Callable], flat: dict[int, Callable] | None = None):
-        self._makers = makers
+    def __init__(self, keys: dict[int, object], make: Callable, flat: Callable | None = None):
+        self._keys = keys
+        self._make = make
+        self._flat = flat
         self._made: dict = {}
-        self._flat = flat or {}
 
     def flat(self, start):
         """The part at ``start`` without its unit row dimension (the one before the segmented one), or
-        None where no flat maker was given (the maker keeps what it makes: the context's views)."""
-        maker = self._flat.get(start)
-        return None if maker is None else maker()
+        None where no flat maker was given or no part starts there (the maker keeps what it makes: the
+        context's views)."""
+        key = self._keys.get(start)
+        return None if key is None or self._flat is None else self._flat(key)
 
     def __getitem__(self, start):
         made = self._made
         if start not in made:
-            made[start] = self._makers[start]()  # KeyError for a start without a part, as a dict
+            made[start] = self._make(self._keys[start])  # KeyError for a start without a part, as a dict
         return made[start]
 
     def __contains__(self, start) -> bool:
-        return start in self._makers
+        return start in self._keys
 
     def __iter__(self):
-        return iter(self._makers)
+        return iter(self._keys)
 
     def __len__(self) -> int:
-        return len(self._makers)
+        return len(self._keys)

@@ -16,10 +16,11 @@ from cftest.nets import boxes, mlp
 def test_a_part_is_made_once_when_read_and_never_when_not():
     made = []
 
-    def maker(s):
-        return lambda: made.append(s) or torch.full((1, 1, 2), float(s))
+    def make(s):
+        made.append(s)
+        return torch.full((1, 1, 2), float(s))
 
-    parts = LazyParts({0: maker(0), 2: maker(2), 4: maker(4)})
+    parts = LazyParts({0: 0, 2: 2, 4: 4}, make)
     assert list(parts) == [0, 2, 4] and len(parts) == 3 and 2 in parts and 3 not in parts
     assert made == []  # keys, length and membership make nothing
     assert parts.get(2)[0, 0, 0] == 2.0 and parts[2] is parts.get(2)
@@ -27,6 +28,7 @@ def test_a_part_is_made_once_when_read_and_never_when_not():
     with pytest.raises(KeyError):
         parts[3]
     assert made == [2]
+    assert parts.flat(2) is None and made == [2]  # no flat maker: None, nothing made
     assert dict(parts.items()).keys() == {0, 2, 4} and sorted(made) == [0, 2, 4]  # items make the rest, once
 
 
@@ -53,7 +55,7 @@ def _flat_bounds(g, batch: int, width: int):
     hi = lo + torch.rand(batch, width, generator=g, dtype=torch.float64)
 
     def seg(v):
-        parts = LazyParts({0: lambda: made.append("full") or v.unsqueeze(1)}, flat={0: lambda: made.append("flat") or v})
+        parts = LazyParts({0: "k"}, lambda k: made.append("full") or v.unsqueeze(1), flat=lambda k: made.append("flat") or v)
         return Segmented((batch, 1, width), 2, parts, torch.float64, "cpu")
 
     return seg(lo), seg(hi), lo.unsqueeze(1), hi.unsqueeze(1), made
