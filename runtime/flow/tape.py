@@ -38,6 +38,7 @@ first replay against an eager run before trusting it.
 from __future__ import annotations
 
 import math
+import weakref
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -71,7 +72,9 @@ class Tape(TorchDispatchMode):
         super().__init__()
         self.slots: dict[int, _Slot] = {id(t): _Slot(f"i{k}") for k, t in enumerate(inputs)}
         self.n_inputs = len(inputs)
-        self.alive: list = list(inputs)  # every tensor named by a slot stays alive: ids are never reused
+        # inputs and constants stay alive (their ids are never reused); a result's slot is forgotten when
+        # the tensor dies (a later tensor may get its id), so the recording holds what the eager run holds
+        self.alive: list = list(inputs)
         self.constants: list = []
         self.constant_storages: set[int] = set()  # a write to one would change the constant for every replay
         self.calls: list[tuple] = []  # (function, encoded args, encoded kwargs, result slots or None)
@@ -92,6 +95,18 @@ class Tape(TorchDispatchMode):
             return {k: self._encode(v) for k, v in x.items()}
         return self._constant(x)
 
+    def _name(self, t: torch.Tensor, slot: _Slot) -> None:
+        """``t`` is ``slot`` from now until it dies."""
+        key = id(t)
+        self.slots[key] = slot
+        slots = self.slots
+
+        def forget(_, key=key, slot=slot):
+            if slots.get(key) is slot:
+                del slots[key]
+
+        weakref.finalize(t, forget, None)
+
     def _constant(self, value):
         if value is None or type(value) in (bool, int) or type(value) is float and math.isfinite(value):
             return value  # a literal of the generated line
@@ -106,8 +121,7 @@ class Tape(TorchDispatchMode):
             # an alias without autograd: the operand itself at replay (no replay records gradients).
             # (torch's factories detach what they return when the mode still holds it: Tape does.)
             out = func(*args, **kwargs)
-            self.slots[id(out)] = self._encode(args[0])
-            self.alive.append(out)
+            self._name(out, self._encode(args[0]))
             return out
         enc_args, enc_kwargs = self._encode(args), self._encode(kwargs)
         for written in _written(func, args, kwargs):
@@ -125,8 +139,7 @@ class Tape(TorchDispatchMode):
                 raise NotReplayable(f"{func} returns {type(leaf).__name__}, not a tensor")
             slot = _Slot(f"t{self._results}")
             self._results += 1
-            self.slots[id(leaf)] = slot
-            self.alive.append(leaf)
+            self._name(leaf, slot)
             names.append(slot)
         self.calls.append((func, enc_args, enc_kwargs, names, single))
         return out

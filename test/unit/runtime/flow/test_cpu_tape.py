@@ -154,3 +154,22 @@ def test_the_engine_replays_and_run_certifier_stays_eager_by_default():
         assert torch.equal(lower, eager.lower.double()) and torch.equal(upper, eager.upper.double())
     (taped,) = graphs._GRAPHS.values()
     assert taped is not None and taped.checked
+
+
+def test_a_recording_keeps_no_temporary_alive():
+    """The recording holds what the eager run holds: a temporary dies when the run drops it (a big run's
+    recording would otherwise keep every temporary of the run at once), and its slot is forgotten, so
+    a later tensor given its id is not mistaken for it."""
+    import weakref
+
+    x = torch.randn(64, 64, dtype=torch.float64)
+    tape = Tape([x])
+    with tape:
+        t = x * 2
+        dead = weakref.ref(t)
+        del t
+        y = x + 1
+    assert dead() is None
+    replay = compile_tape(tape, (y,))
+    z = torch.randn(64, 64, dtype=torch.float64)
+    assert torch.equal(replay(z)[0], z + 1)
