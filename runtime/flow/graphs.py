@@ -29,23 +29,32 @@ _GRAPHS: dict[tuple, "_Graph | None"] = {}
 _MAX_GRAPHS = 16
 
 
+def _own_batched(network: Network, dtype, device) -> tuple[Network, list[tuple[int, torch.Tensor, torch.Tensor]]]:
+    """``network`` with fresh copies of its batched layers' weights and biases (the margin layer
+    ``C W``: it changes with every batch), and those copies as ``(layer index, weight, bias)``: a
+    captured or recorded run reads its parameters from them, and a later call copies or passes the
+    batch's own in their place."""
+    owned: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+    layers = []
+    for l in network.layers:
+        if l.kind == "affine" and l.batched:
+            w = l.weight.to(device=device, dtype=dtype).clone()
+            b = l.bias.to(device=device, dtype=dtype).clone()
+            owned.append((l.index, w, b))
+            l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
+                      linear_kind=l.linear_kind, weight=w, bias=b)
+        layers.append(l)
+    return Network(layers, source=network.source, input_name=network.input_name), owned
+
+
 class _Graph:
     """One captured certification: its input buffers, its dynamic parameters and its outputs."""
 
     def __init__(self, run, cert, network: Network, lb, ub, dtype, representation):
         device = lb.device
         self.lb, self.ub = lb.clone(), ub.clone()
-        self.dynamic: list[tuple[int, torch.Tensor, torch.Tensor]] = []  # (layer, weight buffer, bias buffer)
-        layers = []
-        for l in network.layers:
-            if l.kind == "affine" and l.batched:
-                w = l.weight.to(device=device, dtype=dtype).clone()
-                b = l.bias.to(device=device, dtype=dtype).clone()
-                self.dynamic.append((l.index, w, b))
-                l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
-                          linear_kind=l.linear_kind, weight=w, bias=b)
-            layers.append(l)
-        self.network = net = Network(layers, source=network.source, input_name=network.input_name)
+        net, self.dynamic = _own_batched(network, dtype, device)  # (layer, weight buffer, bias buffer)
+        self.network = net
         self.cert = cert  # (the key names it by id: never reused while the graph is kept)
         lo, hi = self.lb, self.ub  # (no reference to self: a _Graph is freed as soon as it is dropped)
 
@@ -94,19 +103,14 @@ class _Taped:
         from cfruntime.flow.tape import Tape, compile_tape
 
         self.dtype = dtype
-        self.dynamic = [l.index for l in network.layers if l.kind == "affine" and l.batched]
+        net, owned = _own_batched(network, dtype, lb.device)
+        self.dynamic = [index for index, _, _ in owned]
         inputs = [lb.clone(), ub.clone()]  # fresh tensors: nothing is kept on them from earlier runs
-        layers = []
-        for l in network.layers:
-            if l.index in self.dynamic:
-                w, b = l.weight.to(dtype=dtype).clone(), l.bias.to(dtype=dtype).clone()
-                inputs += [w, b]
-                l = Layer(index=l.index, kind=l.kind, shape=l.shape, preds=list(l.preds), name=l.name,
-                          linear_kind=l.linear_kind, weight=w, bias=b)
-            layers.append(l)
+        for _, w, b in owned:
+            inputs += [w, b]
         # kept: the key names the certifier and the layers' parameters by id (never reused while alive)
         self.cert = cert
-        self.network = net = Network(layers, source=network.source, input_name=network.input_name)
+        self.network = net
         tape = Tape(inputs)
         with tape:
             res = run(cert, net, inputs[0], inputs[1], dtype=dtype, device=lb.device,

@@ -678,6 +678,12 @@ def _batch_column(v: torch.Tensor, b: int) -> torch.Tensor:
     return _kept_view(v, ("column", b), lambda: _column(v).expand(b, -1, -1))
 
 
+def _rows_times_shared(f: torch.Tensor, xx: torch.Tensor) -> torch.Tensor:
+    """``f [B, k] . xx[0]^T``: rows against one shared weight matrix ``xx [1, m, k]`` (its transpose
+    kept on ``xx``, made once)."""
+    return torch.mm(f, _kept_view(xx, "t0", lambda: xx[0].t()))
+
+
 def _dot_last(xx, v):
     """``sum_k xx[..., m, k] v[..., 0, k]`` -> ``[..., m]`` for a part ``xx`` and a tensor ``v``."""
     if isinstance(xx, DiagonalBlock) and xx.delta == len(xx.shape) - 2:
@@ -692,7 +698,7 @@ def _dot_last(xx, v):
             if _product_numel(xx, v) <= SMALL_PRODUCT:
                 return (xx * v).sum(-1)
             if xx.shape[0] == 1 and v.shape[0] != 1:  # shared weights against a batch: one matrix product
-                return torch.mm(v.reshape(v.shape[0], v.shape[2]), _kept_view(xx, "t0", lambda: xx[0].t()))
+                return _rows_times_shared(v.reshape(v.shape[0], v.shape[2]), xx)
             if v.shape[0] == 1 and xx.shape[0] != 1:  # one vector for the batch (a bias): its kept column
                 return torch.bmm(xx, _batch_column(v, xx.shape[0])).squeeze(-1)
             return _bmm(xx, _column(v)).squeeze(-1)
@@ -720,7 +726,7 @@ def _dot_flat(xx, f: torch.Tensor):
     if isinstance(xx, torch.Tensor) and xx.dim() == 3 and f.dim() == 2 \
             and f.shape[0] * xx.shape[1] * xx.shape[2] > SMALL_PRODUCT:
         if xx.shape[0] == 1 != f.shape[0]:  # shared weights, as in _dot_last
-            return torch.mm(f, _kept_view(xx, "t0", lambda: xx[0].t()))
+            return _rows_times_shared(f, xx)
         if xx.shape[0] == f.shape[0]:  # a sample's own rows (the margin layer): f as its column
             return torch.bmm(xx, f.unsqueeze(2)).squeeze(2)
     return _dot_last(xx, unsqueezed(f, f.dim() - 1))
