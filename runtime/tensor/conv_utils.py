@@ -67,13 +67,40 @@ def _fold_by_col2im(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
 
 def _fold_by_index(cols: torch.Tensor, in_hw, stride, padding) -> torch.Tensor:
     """:func:`fold_patches` as one ``index_add_`` of the columns onto a zero canvas."""
-    N, C, kh, kw, ho, wo = cols.shape
+    N, C = cols.shape[:2]
+    canvas = fold_canvas(N, C, cols.shape[2:], in_hw, stride, padding, cols)
+    fold_onto(canvas, cols, stride, padding, in_hw)
+    return canvas_image(canvas, N, C, cols.shape[2:], in_hw, stride, padding)
+
+
+def _canvas_hw(khwo, in_hw, stride, padding) -> tuple[int, int]:
+    """The canvas a fold writes onto: every column's position and the padded image fit."""
+    kh, kw, ho, wo = khwo
     (H, W), (sh, sw), (ph, pw) = in_hw, stride, padding
-    hc, wc = max((ho - 1) * sh + kh, ph + H), max((wo - 1) * sw + kw, pw + W)
-    idx = _canvas_index(kh, kw, ho, wo, sh, sw, wc, cols.device)
-    canvas = cols.new_zeros(N * C, hc * wc)
+    return max((ho - 1) * sh + kh, ph + H), max((wo - 1) * sw + kw, pw + W)
+
+
+def fold_canvas(n: int, c: int, khwo, in_hw, stride, padding, like: torch.Tensor) -> torch.Tensor:
+    """The zero canvas ``[n * c, hc * wc]`` of :func:`fold_onto` for ``n`` images of ``c`` channels
+    and columns ``[*, c, kh, kw, Ho, Wo]`` (``khwo = (kh, kw, Ho, Wo)``)."""
+    hc, wc = _canvas_hw(khwo, in_hw, stride, padding)
+    return like.new_zeros(n * c, hc * wc)
+
+
+def fold_onto(canvas: torch.Tensor, cols: torch.Tensor, stride, padding, in_hw) -> None:
+    """Scatter-add ``cols [N, C, kh, kw, Ho, Wo]`` onto ``canvas``'s rows ``[N * C, hc * wc]`` (a
+    piece of a :func:`fold_canvas`: its rows are a view) in place."""
+    N, C, kh, kw, ho, wo = cols.shape
+    _, wc = _canvas_hw((kh, kw, ho, wo), in_hw, stride, padding)
+    idx = _canvas_index(kh, kw, ho, wo, stride[0], stride[1], wc, cols.device)
     canvas.index_add_(1, idx, cols.reshape(N * C, kh * kw * ho * wo))
-    return canvas.view(N, C, hc, wc)[:, :, ph: ph + H, pw: pw + W]
+
+
+def canvas_image(canvas: torch.Tensor, n: int, c: int, khwo, in_hw, stride, padding) -> torch.Tensor:
+    """The images ``[n, c, H, W]`` on a canvas (a view: the padding's entries left out)."""
+    hc, wc = _canvas_hw(khwo, in_hw, stride, padding)
+    (H, W), (ph, pw) = in_hw, padding
+    return canvas.view(n, c, hc, wc)[:, :, ph: ph + H, pw: pw + W]
 
 
 @functools.lru_cache(maxsize=64)

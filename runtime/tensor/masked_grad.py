@@ -58,8 +58,11 @@ class _MaskedDivide(torch.autograd.Function):
         return ga, gb
 
 
-def _records(a, b) -> bool:
-    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in (a, b))
+def records(*ts) -> bool:
+    """Whether autograd records an operation on these values (tensors or numbers): then in-place
+    updates, which would overwrite values its backward needs, and ``out=`` products, which it cannot
+    record, are made out of place."""
+    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in ts)
 
 
 def _tensors(a, b):
@@ -71,13 +74,13 @@ def _tensors(a, b):
 
 def multiply(a, b):
     """``a * b`` (tensors or numbers, broadcast); see the module docstring for its gradient."""
-    if _records(a, b):
+    if records(a, b):
         return _MaskedMultiply.apply(*_tensors(a, b))
     return a * b
 
 
 def divide(a, b):
     """``a / b`` (tensors or numbers, broadcast); see the module docstring for its gradient."""
-    if _records(a, b):
+    if records(a, b):
         return _MaskedDivide.apply(*_tensors(a, b))
     return a / b

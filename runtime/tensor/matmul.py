@@ -51,8 +51,9 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import DenseBlock, RepeatBlock, make_bcast_block
-from .conv_utils import fold_patches, unfold_image
+from .conv_utils import canvas_image, fold_canvas, fold_onto, fold_patches, unfold_image
 from .elementwise import generic_region
+from .masked_grad import records
 from .overlap import intersect, plan_regions, region_of, relative, shape_of, start_of
 from .shape_ops import broadcast_shape, broadcast_to
 from .sparse_tensor import SparseTensor
@@ -117,15 +118,7 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
         wt = C.weight.reshape(co, ci * kh * kw).t()
         # rows whose columns stay small (in at most _COLS_CHUNKS_MAX pieces: each costs a few operations)
         step = max(1, _COLS_CHUNK // (ci * kh * kw * ho * wo), -(-x.shape[0] // _COLS_CHUNKS_MAX))
-
-        def rows(xc):
-            # W^T x per row as one bmm over the rows (wt broadcast): torch.matmul of the transposed 2-D wt
-            # by a 3-D x copies x twice (11x slower at [288, 8, 196] float32)
-            xc = xc.reshape(-1, co, ho * wo)
-            cols = torch.bmm(wt.expand(xc.shape[0], -1, -1), xc).reshape(-1, ci, kh, kw, ho, wo)
-            return fold_patches(cols, (hi, wi), (sh, sw), (ph, pw))
-
-        y = _in_chunks(rows, x, step, 0, 0)
+        y = _fold_transposed_rows(x, wt, (ci, kh, kw), C.in_hw, C.stride, C.padding, step)
     else:
         oph = hi - ((ho - 1) * sh - 2 * ph + kh)
         opw = wi - ((wo - 1) * sw - 2 * pw + kw)
@@ -133,6 +126,33 @@ def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
             x = x.contiguous(memory_format=torch.channels_last)
         y = F.conv_transpose2d(x, C.weight, stride=C.stride, padding=C.padding, output_padding=(oph, opw))
     return make_bcast_block(y.reshape(tuple(ca.shape[:-1]) + (out_shape[-1],)), out_shape)
+
+
+def _fold_transposed_rows(x: torch.Tensor, wt: torch.Tensor, cik, in_hw, stride, padding, step: int) -> torch.Tensor:
+    """``fold(W^T x)`` of every row ``x [N, co, ho, wo]`` (``wt = W^T [ci*kh*kw, co]``): the images
+    ``[N, ci, H, W]`` (a view of a canvas), ``step`` rows at a time.  W^T x is one bmm over the rows
+    (``wt`` broadcast: torch.matmul of the transposed 2-D wt by a 3-D x copies x twice, 11x slower at
+    [288, 8, 196] float32).  The pieces share one columns buffer and fold onto one canvas: a piece's
+    own temporaries (tens of megabytes on the conv nets' back-substitutions) would be mapped afresh
+    each time, and their new pages cost more than the products (autograd records the products
+    out of place instead)."""
+    n, co, ho, wo = x.shape
+    ci, kh, kw = cik
+    khwo = (kh, kw, ho, wo)
+    if step >= n or records(x, wt):
+        def rows(xc):
+            xc = xc.reshape(-1, co, ho * wo)
+            cols = torch.bmm(wt.expand(xc.shape[0], -1, -1), xc).reshape(-1, ci, kh, kw, ho, wo)
+            return fold_patches(cols, in_hw, stride, padding)
+        return _in_chunks(rows, x, step, 0, 0)
+    canvas = fold_canvas(n, ci, khwo, in_hw, stride, padding, x)
+    buf = x.new_empty(step, ci * kh * kw, ho * wo)
+    for start in range(0, n, step):
+        m = min(step, n - start)
+        cols = buf[:m] if m < step else buf
+        torch.bmm(wt.expand(m, -1, -1), x[start: start + m].reshape(m, co, ho * wo), out=cols)
+        fold_onto(canvas[start * ci: (start + m) * ci], cols.view(m, ci, kh, kw, ho, wo), stride, padding, in_hw)
+    return canvas_image(canvas, n, ci, khwo, in_hw, stride, padding)
 
 
 def _in_chunks(fn, x: torch.Tensor, step: int, dim: int, out_dim: int) -> torch.Tensor:

@@ -36,7 +36,7 @@ from .block_repeat import make_bcast_block
 from .clamps import clamp_number, positive_part
 from .kept_columns import KeptColumns
 from .lazy_parts import LazyParts
-from .masked_grad import divide, multiply
+from .masked_grad import divide, multiply, records
 from .matmul import block_matmul
 from .scalars import where_number
 from .unit_views import squeezed, unsqueezed
@@ -863,7 +863,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
         if const is NotImplemented:
             const = constant()
         p = plus.pop("p")
-        if _recorded(p, xm, dp, dn):  # autograd needs the operands: out of place
+        if records(p, xm, dp, dn):  # autograd needs the operands: out of place
             parts = {keys[0]: torch.addcmul(p * (dp - dn), xm, dn)}  # a new tensor
         else:
             parts = {keys[0]: p.mul_(dp - dn).addcmul_(xm, dn)}
@@ -879,7 +879,7 @@ def substitute(c, lower, upper, lc, lk, uc, uk, scales=None):
                     term = xm * torch.where(xm >= 0, dp, dn)
                 else:  # x * n + x+ * (p - n), in place on the fresh temporaries
                     term = xm * dn
-                    if _recorded(term, dp, dn):  # autograd needs the operands: out of place
+                    if records(term, dp, dn):  # autograd needs the operands: out of place
                         term = term + pos() * (dp - dn)
                     else:
                         term.addcmul_(pos(), dp - dn)
@@ -915,27 +915,31 @@ def _scaled(p, s):
 
 
 def _diagonal_constant(xm, xp, lk, uk):
-    """``sum_k x+ lk + x- uk`` for a step through a diagonal layer, element-wise and one sum (``x``
-    is no bigger than the step's new coefficients; a matrix-vector product per constant would read
-    it as often and cost more operations); ``x- = x - x+`` exactly.  NotImplemented for constants
-    that are non-zero numbers."""
+    """``sum_k x+ lk + x- uk`` for a step through a diagonal layer, as matrix-vector products
+    ``x . uk + x+ . (lk - uk)`` (``x- = x - x+`` exactly; a zero constant's product left out): no
+    temporary of ``x``'s size, where the element-wise form makes two (twice the time on the CPU's
+    back-substitution shapes, most of it the fresh pages of the big temporaries).  NotImplemented
+    for constants that are non-zero numbers and for other layouts (:func:`_constant_columns`)."""
     lz = not isinstance(lk, torch.Tensor) and lk == 0
     uz = not isinstance(uk, torch.Tensor) and uk == 0
     if lz and uz:
         return 0.0
     if (not lz and not isinstance(lk, torch.Tensor)) or (not uz and not isinstance(uk, torch.Tensor)):
         return NotImplemented
-    if lz:
-        return ((xm - xp) * uk).sum(-1)
-    if uz:
-        return (xp * lk).sum(-1)
-    return torch.addcmul(xm * uk, xp, lk - uk).sum(-1)
+    if not all(_constant_columns(xm, v) for v in (lk, uk) if isinstance(v, torch.Tensor)):
+        return NotImplemented
+    if lz:  # x . uk - x+ . uk
+        return torch.baddbmm(torch.bmm(xm, _column(uk)), xp, _column(uk), alpha=-1).squeeze(-1)
+    if uz:  # x+ . lk
+        return torch.bmm(xp, _column(lk)).squeeze(-1)
+    return torch.baddbmm(torch.bmm(xm, _column(uk)), xp, (lk - uk).transpose(1, 2)).squeeze(-1)
 
 
-def _recorded(*ts) -> bool:
-    """Whether autograd records an operation on these tensors (then in-place updates, which would
-    overwrite values its backward needs, are made out of place)."""
-    return torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in ts)
+def _constant_columns(xm: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether ``v [B, 1, k]`` is a column operand of a ``bmm`` with ``xm [B, m, k]`` as it is (same
+    batch and dtype)."""
+    return xm.dim() == 3 and v.dim() == 3 and v.shape[0] == xm.shape[0] and v.shape[1] == 1 \
+        and v.shape[2] == xm.shape[2] and v.dtype == xm.dtype
 
 
 def _one_big_diagonal(xm, lparts, uparts, keys):

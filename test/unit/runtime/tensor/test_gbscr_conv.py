@@ -178,6 +178,30 @@ def test_dense_at_conv_onto_few_channels_in_row_chunks(s, p, ci, co, k, chunk, m
     assert_matches(r, X @ M)
 
 
+@pytest.mark.parametrize("grad", [False, True])
+def test_dense_at_conv_in_pieces_shares_one_buffer_and_one_canvas(grad, monkeypatch):
+    """X @ conv onto an RGB image in pieces of rows: the pieces' W^T x go through one columns buffer
+    and fold onto one canvas (no per-piece temporaries, no concatenation: their fresh pages cost more
+    than the products on the CPU); with gradients recorded the pieces are made out of place and the
+    gradient is the unrolled product's."""
+    from cfruntime.op_count import OpCounter
+
+    monkeypatch.setattr(matmul_module, "_COLS_CHUNK", 1)
+    monkeypatch.setattr(matmul_module, "_COLS_CHUNKS_MAX", 4)  # 14 rows: 4 pieces
+    g, w, blk, M = _setup(2, 1, 3, 2, 3, torch.float64)
+    X = torch.randn(2, 7, M.shape[0], generator=g, dtype=torch.float64, requires_grad=grad)
+    conv = SparseTensor((2,) + tuple(M.shape), 0.0, [((0, 0, 0), ConvBlock(w, (5, 4), 2, 1, lead=(2,)))])
+    with OpCounter() as ops:
+        r = T.inner(SparseTensor(X.shape, 0.0, [((0, 0, 0), DenseBlock(X))]), conv)
+    assert_matches(r, (X @ M).detach())
+    if grad:
+        (T.to_dense(r) * M.sum(0)).sum().backward()
+        torch.testing.assert_close(X.grad, (M.sum(0) @ M.t()).expand(2, 7, -1), rtol=1e-12, atol=1e-12)
+    else:
+        assert ops.by_name["new_zeros"] == 1 and ops.by_name["new_empty"] == 1 and ops.by_name["cat"] == 0, ops.by_name
+        assert ops.by_name["bmm"] == ops.by_name["index_add_"] == 4, ops.by_name
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("lead_c,lead_p", [((), (3,)), ((2,), ()), ((2,), (1,)), ((2,), (2,))])
 def test_conv_at_patches_with_lead_dims(lead_c, lead_p, dtype, no_conv_unroll):

@@ -338,3 +338,36 @@ def test_a_mask_given_a_unit_dimension_reaches_a_diagonal_without_a_squeeze():
     assert c.by_name["squeeze"] == 0 and c.ops == 1, c.by_name
     assert torch.equal(gb.to_dense(out), torch.where(mask, gb.to_dense(a), gb.to_dense(b)))
     assert gb.remove_dim(mask, 2) is m
+
+
+@pytest.mark.parametrize("consts", ["both", "lower zero", "upper zero", "one batch", "other dtype"])
+def test_big_step_through_a_diagonal_layer_equals_its_definition(consts):
+    """A big ``c`` through a ReLU-like layer (one diagonal part per polyhedron): the constant
+    ``sum c+ lk + c- uk`` as matrix-vector products (``c . uk + c+ . (lk - uk)``, a zero constant's
+    product left out) and the coefficients ``c+ p + c- n`` in place equal the definition; constants
+    that are not column operands of ``c`` (one batch row, another dtype) take the general form."""
+    from cfruntime.flow.values import Affine
+
+    g = torch.Generator().manual_seed(3)
+    b, m, k = 3, 40, 300  # c has more than SMALL_PRODUCT entries
+    assert b * m * k > so.SMALL_PRODUCT
+    c = torch.randn(b, m, k, generator=g, dtype=torch.float64)
+    p, n = (DiagonalBlock(torch.rand(b, k, generator=g, dtype=torch.float64), 1) for _ in range(2))
+    lk = torch.randn(b, 1, k, generator=g, dtype=torch.float64)
+    uk = torch.randn(b, 1, k, generator=g, dtype=torch.float64)
+    lk, uk = {"both": (lk, uk), "lower zero": (0.0, uk), "upper zero": (lk, 0.0), "one batch": (lk[:1], uk),
+              "other dtype": (lk.float(), uk)}[consts]
+
+    def seg(block):  # the layer's polyhedra: one diagonal part, with the traverse's unit dimension
+        return gb.add_dim(Segmented((b, k, k), 2, {0: block}, torch.float64, "cpu"), 1)
+
+    lower, upper = Affine(seg(p), lk), Affine(seg(n), uk)
+    with OpCounter() as ops:
+        got = rt.substitute(c, lower, upper, 2)
+    if consts in ("both", "lower zero", "upper zero"):  # no element-wise product of c's size for the constant
+        assert ops.by_name["mul"] + ops.by_name["addcmul"] + ops.by_name["sum"] == 0, ops.by_name
+    cp, cn = c.clamp(min=0), c.clamp(max=0)
+    want_coeff = cp * p.core.unsqueeze(1) + cn * n.core.unsqueeze(1)
+    want_const = sum((t * (v.double() if isinstance(v, torch.Tensor) else v)).sum(2) for t, v in ((cp, lk), (cn, uk)))
+    torch.testing.assert_close(gb.to_dense(got.coeff), want_coeff, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got.const, want_const, rtol=1e-12, atol=1e-12)
