@@ -127,9 +127,14 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
      back-substitution through it split its coefficients by sign) but charged on each successor's
      diagonal relaxation pair ``a z + kL``, ``b z + kU``: a substitution through the successor makes the
      coefficients over ``k`` from ``x`` as ``x+ a + x- b`` (select form) or ``x+ (a - b) + x b`` (in
-     place), so ``|c_k| <= |x| (|a| + 2|b|) (1 + 3u)``, and moving both of the successor's constants by
-     ``2 (1 + 4u) (|a| + |b|) omega_k`` more subtracts at least ``|c_k| . omega_k`` in every traverse
-     that reaches ``k`` (all pass through a successor).  A successor whose pair is not one diagonal over
+     place), or ``x (a + b)/2 + |x| (a - b)/2`` (centre/radius), each ``x+ a + x- b`` in real arithmetic
+     up to a few roundings relative to ``|x| (|a| + 2|b|) <= 3 |x| max(|a|, |b|)``, so ``|c_k| <= |x|
+     max(|a|, |b|) (1 + 8u)`` (``test_widening_left_term``), and moving both of the successor's
+     constants by ``(1 + 8u) max(|a|, |b|) omega_k`` more subtracts at least ``|c_k| . omega_k`` in
+     every traverse that reaches ``k`` (all pass through a successor): nothing where the successor's
+     neuron is off (``a = b = 0``), ``omega_k`` where it is on (cifar ConvSmall PGD DeepPoly: the
+     conv2 bounds' widening 1.9e-2 -> 3.5e-3 (median) against ``2 (1 + 4u) (|a| + |b|)``, 67 -> 70
+     certified of 100, float32 unwidened's count).  A successor whose pair is not one diagonal over
      ``k`` makes the engine move ``k``'s constants after all (before any later rule runs).
    * *A diagonal relaxation pair* (section 2's diagonal case with section 4's construction error) is
      one per-neuron ``omega``, formed negative in place and added to both constants: ``(2 gamma(n + S + 4)
@@ -1026,29 +1031,31 @@ class Widening(_Structure):
         gn, rc = self._g(self._sum_len(k) + S + 4), self.rho_c
         kl = L.const
         kl_zero = isinstance(kl, (int, float)) and kl == 0
-        # sum |a|, |b| (|a| <= 1 for 0/1 coefficients), |kL| + |kU| (or |kU| alone for kL = 0)
-        ab = torch.add(b.abs(), 1.0) if unit else a.abs().add_(b.abs())
+        # sum |a|, |b| (|a| <= 1 for 0/1 coefficients), max(|a|, |b|) (a >= 0 for 0/1 ones) for a left
+        # term, |kL| + |kU| (or |kU| alone for kL = 0)
+        b_abs = b.abs()
+        ab = torch.add(b_abs, 1.0) if unit else a.abs().add_(b_abs)
+        big = None if left is None else (torch.maximum(b_abs, a) if unit else torch.maximum(a.abs(), b_abs))
         kabs = _abs_const(U.const) if kl_zero else _abs_const(kl) + _abs_const(U.const)
         mk = self._m(k)
         c_m = 2 * self._g(S + 5) + rc  # the diagonal substitution and the construction, per |a| + |b|
-        c_w = 2 * (1 + 4 * self.u)  # |c_k| <= |c| (|a| + 2|b|) (1 + 3u) for the left term
+        c_w = 1 + 8 * self.u  # |c_k| <= |x| max(|a|, |b|) (1 + 8u) for the left term
         sf = self.safety
         # section 4's rc (m_k + 2 m_pred): 3 rc m_pred when m_k is the predecessor's, inside the
         # (|a| + |b|) product when that is at least 1 (a 0/1 lower relaxation)
         small = mk is mp or k in self.within_pred  # m_k <= m_pred
         c_p = c_m + (3 * rc if unit and small else 0.0)
-        t = torch.add(left, mp, alpha=c_p / c_w) if left is not None else mp
-        ct = sf * c_w if left is not None else sf * c_p
+        floor = sf * (self.eta + (self.rho_post + rc) * _absolute_error(layer))
         if isinstance(kabs, torch.Tensor):
-            neg = self._full(kabs * (-sf * (2 * gn + rc)))
+            neg = self._full(torch.rsub(kabs, -floor, alpha=sf * (2 * gn + rc)))  # -floor - c |k|: one op
         else:
-            neg = torch.full((self.batch, layer.size), -sf * (2 * gn + rc) * kabs, dtype=self.dtype, device=self.device)
+            neg = torch.full((self.batch, layer.size), -sf * (2 * gn + rc) * kabs - floor, dtype=self.dtype,
+                             device=self.device)
         if not (unit and small):
             neg.add_(mk, alpha=-sf * rc).add_(mp, alpha=-sf * 2 * rc)
-        neg.addcmul_(ab, t, value=-ct)
-        ae = (self.rho_post + rc) * _absolute_error(layer)
-        if left is None or not unit or ae:  # (a left term already covers eta: |a| + |b| >= 1 and it holds eta)
-            neg.sub_(sf * (self.eta + ae))
+        neg.addcmul_(ab, mp, value=-sf * c_p)
+        if left is not None:
+            neg.addcmul_(big, left, value=-sf * c_w)
         lo = neg if kl_zero else _move(kl, neg, 1)
         return Affine(L.coeff, lo), Affine(U.coeff, _move(U.const, neg, -1))
 
