@@ -35,6 +35,13 @@ inner products and sums, ``R`` the ``access`` ops (each read is one term), and `
 over the input's neurons.  A rule that does not fail gets ``"@fan-in" = "I R"`` (``"I R T"`` when
 ``T > 0``; :data:`cfruntime.contract.EXACT_FANIN`), added to its ``exact`` tags by
 :class:`~cfmlir.passes.exactness_analysis.ExactnessPass`.
+
+Only sums that may have a stored bound among their terms matter: every value is also marked when it
+depends on a read (``access``) of a stored value other than a zonotope -- Float bounds, polyhedra,
+layer numbers -- through any operand or any op in its regions (:func:`_track_stored`).  A sum none of
+whose operands is marked -- a zonotope's product with the weight, its concretisation over the noise
+symbols (DeepZ's Affine: ``"0 1"``) -- is neither counted nor failed: its rounding is the widening's
+section 3, charged per noise symbol whatever the sum's length.
 """
 
 from __future__ import annotations
@@ -67,6 +74,12 @@ class State:
         self.inner = 0  # inner products within the fan-in
         self.reads = 0  # access ops
         self.traverses = 0  # traverses to the input's box
+        self.stored: set[SSAValue] = set()  # values that may depend on a stored value other than a zonotope
+
+    def reads_stored(self, op: Operation) -> bool:
+        """Whether a sum ``op`` may have a stored Float bound (or a value made from one) among its terms:
+        one of its operands depends on a read that is not a zonotope's (those sums are section 3's)."""
+        return any(o in self.stored for o in op.operands)
 
     def last_dim(self, v: SSAValue) -> int:
         return len(ct.meta(v).shape) - 1
@@ -106,6 +119,8 @@ def _(op: ct.DotOp, st: State) -> None:
     if op.lhs in st.neurons:  # a PolyExp with the right operand as coefficients: no sum yet
         if w is not None:
             st.support[op.result] = Support(w.kind, None)
+    elif not st.reads_stored(op):  # a zonotope's or the weights' own sum: no stored bound in it
+        return
     elif w is None:  # values . anything: a sum over every predecessor
         st.ok = False
     else:  # values . weight: a sum within the fan-in
@@ -136,6 +151,8 @@ def _(op: ct.CombineToPolyOp, st: State) -> None:
 @transfer.register(ct.SplitInnerOp)
 @transfer.register(ct.IntervalInnerOp)
 def _(op: Operation, st: State) -> None:
+    if not st.reads_stored(op):  # a zonotope's or the weights' own sum: no stored bound in it
+        return
     dim = op.dim.data
     kinds = {st.support[o].kind for o in op.operands if st.support.get(o) is not None and st.support[o].dim == dim}
     if not kinds:
@@ -166,7 +183,7 @@ def _(op: ct.TernaryOp, st: State) -> None:
 
 @transfer.register
 def _(op: ct.ReduceOp, st: State) -> None:
-    if op.kind.data == "sum":  # a sum over the dimension: within the fan-in where the support lies on it
+    if op.kind.data == "sum" and st.reads_stored(op):  # within the fan-in where the support lies on it
         s = st.support.get(op.input)
         if s is None or s.dim != op.dim.data:
             st.ok = False
@@ -175,7 +192,7 @@ def _(op: ct.ReduceOp, st: State) -> None:
 
 @transfer.register
 def _(op: ct.MaskedReduceOp, st: State) -> None:
-    if op.kind.data == "sum":
+    if op.kind.data == "sum" and st.reads_stored(op):
         st.ok = False
 
 
@@ -225,7 +242,27 @@ def fanin_terms(rule: ct.RuleOp) -> tuple[int, int, int] | None:
     st = State()
     for block in rule.body.blocks:
         for op in _ops(block):
+            _track_stored(op, st)
             transfer(op, st)
             if not st.ok:
                 return None
     return st.inner, st.reads, st.traverses
+
+
+def _reads_stored(op: Operation) -> bool:
+    """A read of a stored value other than a zonotope (Float bounds, polyhedra, layer numbers)."""
+    return isinstance(op, ct.AccessOp) and ct.meta(op.result).top.type != "S"
+
+
+def _track_stored(op: Operation, st: State) -> None:
+    """Mark ``op``'s results (and its regions' arguments) as depending on a stored value other than a
+    zonotope when it reads one, or when an operand, or anything its regions read or use, does.
+    Conservative: an op whose regions touch such a value taints all its results."""
+    tainted = _reads_stored(op) or st.reads_stored(op)
+    if not tainted and op.regions:
+        tainted = any(_reads_stored(o) or st.reads_stored(o) for o in op.walk() if o is not op)
+    if tainted:
+        st.stored.update(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                st.stored.update(block.args)

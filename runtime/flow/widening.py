@@ -47,7 +47,9 @@ widened bounds: ``|v_j| <= m_j`` for the true values; ``S`` the number of layers
    make), :mod:`cfmlir.passes.fanin_analysis` -- ``n_j`` is the largest such count among ``j``'s
    successors, the input's size for the input (:func:`concretisation_terms`): IBP's convolutions sum
    48-512 terms where their input layers have thousands of neurons, and CROWN-IBP's and DeepPoly's
-   hidden layers are concretised only by such sums, or not at all.)
+   hidden layers are concretised only by such sums, or not at all; a zonotope's own sums -- its product
+   with the weight, its concretisation over the noise symbols -- are section 3's and do not count, so
+   DeepZ's counts are its rules' reads.)
 
 2. **Back-substitution.**  A traverse step replaces the summands ``c . v_k`` of layer ``k`` by
    ``c^+ L_k + c^- U_k``.  New coefficient ``(r, p)``: ``sum_i c_ri L_k[i, p]``, at most

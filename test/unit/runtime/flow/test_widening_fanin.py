@@ -3,8 +3,10 @@ within it (:func:`cfruntime.flow.widening.concretisation_terms`, section 1; tags
 :mod:`cfmlir.passes.fanin_analysis`): IBP on a convolution sums one kernel's worth of terms, not the
 whole layer feeding it, so its widening is an order of magnitude smaller (cifar convMed IBP: 44 -> 60
 of 61 certified); CROWN-IBP's hidden layers are IBP's and its traverses never stop, so only the input
-box counts its size (cifar ConvSmall PGD CROWN-IBP: 60 -> 61 of 61).  Without the tags (a traverse that
-may stop, a zonotope, an untagged rule) the count stays the layer's size.
+box counts its size (cifar ConvSmall PGD CROWN-IBP: 60 -> 61 of 61).  A zonotope's sums are section
+3's, so DeepZ counts its reads only (cifar ConvSmall Point: its margins' widening about halved).  Without
+the tags (a traverse that may stop, a max-pool's window sum, an untagged rule) the count stays the
+layer's size.
 
 Soundness: the widened float32 bounds enclose the float64 run's (the real-valued interval bounds up
 to float64's own rounding, ~1e-13 relative, far below float32's) on every layer.  No execution can
@@ -84,8 +86,19 @@ def test_traverses_to_the_input_box_count_the_input_only(name):
     assert widening.substitutes(certifier(name), net) and not widening.substitutes(certifier("ibp"), net)
 
 
-def test_a_zonotope_certifier_keeps_the_layer_size():
-    assert widening.concretisation_terms(certifier("deepz"), wide_net(pool=False)) is None
+def test_a_zonotopes_own_sums_do_not_count():
+    """DeepZ's rules concretise no stored bound: the affine rule reads the predecessor's zonotope only
+    (its sums are section 3's), the ReLU its bounds element-wise -- the counts are the reads."""
+    net = wide_net(pool=False)
+    assert widening.concretisation_terms(certifier("deepz"), net) == [1, 3, 1, 3, 1, 0]
+    assert not widening.substitutes(certifier("deepz"), net)
+    assert widening.concretisation_terms(certifier("deepz"), wide_net(pool=True)) is None  # max-pool's sums
+
+
+@pytest.mark.parametrize("name", ["deepz", "zid", "polyzono"])
+def test_zonotope_certifiers_widened_enclose_the_real_bounds_and_are_tighter(name):
+    extra = widened_extra(certifier(name), wide_net(pool=False))
+    assert extra("counted", 1) < 0.5 * extra("size", 1), (extra("counted", 1), extra("size", 1))
 
 
 def without_tag(cert, operator: str):
@@ -109,19 +122,24 @@ def layer_bounds(cert, net, lb, ub, dtype):
             for l in net.layers[1:]}
 
 
+def widened_extra(cert, net):
+    """Check that ``cert``'s widened float32 bounds enclose the float64 run's on every layer, with its
+    fan-in tags ("counted") and with the Affine rule's removed ("size"); return ``extra(which, k)``: the
+    width the widening adds to layer ``k``'s bounds, summed."""
+    lb, ub = boxes(net)
+    real = layer_bounds(cert, net, lb, ub, torch.float64)  # float64: unwidened, the real bounds to ~1e-13
+    runs = {"counted": layer_bounds(cert, net, lb, ub, torch.float32),
+            "size": layer_bounds(without_tag(cert, "Affine"), net, lb, ub, torch.float32)}
+    for k, (rl, ru) in real.items():
+        for got in runs.values():
+            assert bool((got[k][0] <= rl).all()) and bool((got[k][1] >= ru).all()), k
+    return lambda which, k: float(((runs[which][k][1] - runs[which][k][0]) - (real[k][1] - real[k][0])).sum())
+
+
 @pytest.mark.parametrize("name", ["ibp", "crown_ibp"])
 def test_fanin_widening_encloses_the_real_bounds_and_is_tighter_than_the_size_count(name):
-    net = wide_net(pool=name == "ibp")
-    lb, ub = boxes(net)
-    cert = certifier(name)
-    real = layer_bounds(cert, net, lb, ub, torch.float64)  # float64: unwidened, the real bounds to ~1e-13
-    fanin = layer_bounds(cert, net, lb, ub, torch.float32)
-    size = layer_bounds(without_tag(cert, "Affine"), net, lb, ub, torch.float32)
-    for k, (rl, ru) in real.items():
-        for got in (fanin, size):
-            assert bool((got[k][0] <= rl).all()) and bool((got[k][1] >= ru).all()), k
-    # the extra width the widening adds, on the conv reading the 1600-neuron layer, and at the end
-    extra = lambda b, k: float(((b[k][1] - b[k][0]) - (real[k][1] - real[k][0])).sum())  # noqa: E731
-    # (CROWN-IBP's hidden bounds are IBP's; its polyhedra keep their own, unchanged, terms)
+    extra = widened_extra(certifier(name), wide_net(pool=name == "ibp"))
+    # the extra width on the conv reading the 1600-neuron layer, and at the end (CROWN-IBP's hidden
+    # bounds are IBP's; its polyhedra keep their own, unchanged, terms)
     for k in ((3, 6) if name == "ibp" else (3,)):
-        assert extra(fanin, k) < (0.25 if name == "ibp" else 0.75) * extra(size, k), (k, extra(fanin, k), extra(size, k))
+        assert extra("counted", k) < (0.25 if name == "ibp" else 0.75) * extra("size", k), (k, extra("counted", k))
