@@ -119,7 +119,7 @@ def _peer_widened(_: Path) -> str:
     files = ["peer_compare_widened.json", "peer_compare_widened_mnist.json", "peer_compare_cuda_widened.json"]
     return ("Our float32 bounds widened against rounding (sound; auto_LiRPA's are not), side by side "
             "(`python bench/peer_compare.py --widen on --repeat 3`): `peer_compare_widened.json` has every row "
-            "(2026-11-30 15:54 UTC: our CPU runs replay the run recorded at a batch shape's third call, "
+            "(2026-11-30 19:19 UTC: our CPU runs replay the run recorded at a batch shape's third call, "
             "`runtime/flow/tape.py`, as `cf-run` does over many batches; the eager times, what a single batch costs, are "
             "`ours_eager_s` in the JSON; the op and sync counts are of one eager run; the time ratios of this machine move by up to 10% "
             "between runs, the op counts do not), `peer_compare_widened_mnist.json` the mnist rows of 2026-11-25 (quiet), "
