@@ -1036,8 +1036,9 @@ class Widening(_Structure):
         # sum |a|, |b| (|a| <= 1 for 0/1 coefficients), max(|a|, |b|) (a >= 0 for 0/1 ones) for a left
         # term, |kL| + |kU| (or |kU| alone for kL = 0)
         b_abs = b.abs()
-        ab = torch.add(b_abs, 1.0) if unit else a.abs().add_(b_abs)
-        big = None if left is None else (torch.maximum(b_abs, a) if unit else torch.maximum(a.abs(), b_abs))
+        a_abs = a if unit else a.abs()
+        ab = torch.add(b_abs, 1.0) if unit else torch.add(a_abs, b_abs)
+        big = None if left is None else torch.maximum(a_abs, b_abs)
         kabs = _abs_const(U.const) if kl_zero else _abs_const(kl) + _abs_const(U.const)
         mk = self._m(k)
         c_m = 2 * self._g(S + 5) + rc  # the diagonal substitution and the construction, per |a| + |b|
