@@ -5,6 +5,7 @@
     python bench/peer_compare.py --rows mnist_6x100,mnist_6x100_b1 --certifiers deeppoly
     python bench/peer_compare.py --malloc fixed      # fixed allocator thresholds: repeatable CPU timings
     python bench/peer_compare.py --alpha             # alpha_deeppoly optimised vs alpha-CROWN (peer_compare_alpha.py)
+    python bench/peer_compare.py --alpha --reproducibility   # and each tool against itself in other batch sizes
 
 For every row (a shared network and a batch size) and certifier, both tools bound the robustness
 margins ``y_true - y_j`` of the same L-inf boxes (the first ``n`` images at the paper's epsilon) in
@@ -226,6 +227,9 @@ def main() -> int:
                          "both tools (repeatable, and faster for both)")
     ap.add_argument("--alpha", action="store_true",
                     help="the alpha rows instead (bench/peer_compare_alpha.py: alpha_deeppoly optimised vs alpha-CROWN)")
+    ap.add_argument("--reproducibility", action="store_true",
+                    help="with --alpha: both tools again in batches of 5 and 2 (summation order only), their margins "
+                         "against their own first run: the noise floor of the margin comparison")
     args = ap.parse_args()
     if args.malloc == "fixed" and any(os.environ.get(k) != v for k, v in MALLOC_FIXED.items()):
         # glibc reads these when the process starts: run this script again with them set
@@ -278,7 +282,7 @@ def _alpha_main(args, device: torch.device) -> int:
     results = {"device": str(device), "threads": torch.get_num_threads(), "dtype": "float32", "widened": WIDEN,
                "repeat": args.repeat, "torch": torch.__version__, "peer_converter": peer_converter(), "runs": []}
     print(f"alpha rows: device {device}, {torch.get_num_threads()} threads, float32, warm, min of {args.repeat}")
-    results["runs"] = run_alpha(args.rows, device, args.repeat, args.n, WIDEN)
+    results["runs"] = run_alpha(args.rows, device, args.repeat, args.n, WIDEN, args.reproducibility)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"\nwrote {out}")

@@ -17,6 +17,14 @@ shared per output channel, ours are per neuron).  Timing: a warm-up batch, then 
 ``--repeat`` runs of every batch; margins: ours minus theirs (>= -1e-3 is "at least as tight"),
 certified counts; operations and host syncs: the whole optimisation of the first batch, divided by
 the iterations it ran (one iteration: a forward and a backward pass, and the optimiser step).
+
+``--reproducibility`` runs both tools again on the same images in batches of 5 and 2: a change of
+summation order only (every parameter is per sample, Adam is element-wise, keep-best is per margin;
+alpha-CROWN's early stop, which watches a batch's summed loss, is off in these runs and in a run at the
+row's batch size they are compared with), and reports by how much each tool's margins move against its
+own run at the row's batch size (``peer_self_min``: the most negative ``peer_bX - peer``;
+``ours_self_min`` likewise).  The optimisation is not convex and Adam's steps follow the gradient's sign, so last-bit
+differences can end on other slopes: the peer's own spread is the noise floor of "ours minus theirs".
 """
 
 from __future__ import annotations
@@ -31,6 +39,9 @@ from peer_side import Peer, count_ops, margins_ours, timed
 from peer_table import print_row
 
 ITERATIONS, LR = 20, 0.5
+
+#: the batch sizes of the reproducibility runs (``--reproducibility``)
+REBATCH = (5, 2)
 
 
 @dataclass(frozen=True)
@@ -95,7 +106,45 @@ class AlphaPeer:
         return self.bounds(idx, bx)
 
 
-def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> dict:
+def _rebatched(n: int, size: int) -> list[list[int]]:
+    return [list(range(s, min(n, s + size))) for s in range(0, n, size)]
+
+
+def reproducibility(net, prop, onnx_path, device, widen: bool, ours_m, batch: int, others) -> dict:
+    """Both tools' margins again in batches of :data:`REBATCH` (a change of summation order only), against
+    their run in batches of ``batch`` (ours: ``ours_m``; the peer's made here, without its early stop):
+    the most negative difference and how many margins moved down by more than 1e-3."""
+    n = prop.lb.shape[0]
+    out = {"rebatch": list(REBATCH)}
+
+    def peer_run(size):
+        # a module per batch: auto_LiRPA 0.7.1 keys its sparse alphas by the layers unstable in the
+        # module's first batch, and a later batch with unstable neurons elsewhere stops with a
+        # KeyError (select_alpha_by_idx; mnist 9x200 in batches of 5)
+        margins = []
+        for b in _rebatched(n, size):
+            tool = AlphaPeer(Peer(onnx_path, prop, [b], device))
+            tool.peer.module.bound_opts["optimize_bound_args"]["early_stop_patience"] = ITERATIONS + 1
+            margins.append(tool(b).double().cpu())
+        return torch.cat(margins)
+
+    for who, first in (("peer", peer_run(batch)), ("ours", ours_m)):
+        worst, looser = 0.0, 0
+        for size in REBATCH:
+            batches = _rebatched(n, size)
+            if who == "peer":
+                m = peer_run(size)
+            else:
+                tool = AlphaOurs(net, prop, batches, device, widen)
+                m = margins_ours([tool(b) for b in batches], prop.labels, others)
+            d = m - first
+            worst, looser = min(worst, float(d.min())), max(looser, int((d < -1e-3).sum()))
+        out[f"{who}_self_min"], out[f"{who}_self_rows_looser_by_1e_3"] = worst, looser
+    return out
+
+
+def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: int | None, widen: bool,
+                  check_reproducibility: bool = False) -> dict:
     import cfmlir
     from paper_problems import paper_files, paper_problem
 
@@ -135,6 +184,11 @@ def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: 
                    rows_looser_by_1e_3=int((diff < -1e-3).sum()), rows=diff.numel())
     except Exception as exc:  # noqa: BLE001 - one failing row is reported, the others still run
         rec.update(status="error", error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+    if check_reproducibility and rec["status"] == "ok":
+        try:
+            rec.update(reproducibility(net.network, prop, onnx_path, device, widen, ours_m, row.batch, peer.peer.others))
+        except Exception as exc:  # noqa: BLE001 - the row's own figures stand
+            rec.update(reproducibility_error=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
     print_alpha(rec)
     return rec
 
@@ -144,7 +198,8 @@ def print_alpha(r: dict) -> None:
         f"{r['ours_s']:9.3f} {r['peer_s']:9.3f} {r['ratio']:6.2f} "
         f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_per_iter_ours']:6.0f}/{r['ops_per_iter_peer']:<7.0f} "
         f"{r['syncs_per_iter_ours']:5.1f}/{r['syncs_per_iter_peer']:<6.1f} {r['margin_min_ours_minus_peer']:9.2e} "
-        f"{r['margin_mean_ours_minus_peer']:9.2e}"))
+        f"{r['margin_mean_ours_minus_peer']:9.2e}"
+        + (f" {r['peer_self_min']:9.2e} {r['ours_self_min']:9.2e}" if "peer_self_min" in r else "")))
 
 
 def clamp_gradient_at_bounds() -> float:
@@ -157,16 +212,17 @@ def clamp_gradient_at_bounds() -> float:
     return float(g.min())
 
 
-def run_alpha(rows: str, device: torch.device, repeat: int, n_override: int | None, widen: bool) -> list[dict]:
+def run_alpha(rows: str, device: torch.device, repeat: int, n_override: int | None, widen: bool,
+              check_reproducibility: bool = False) -> list[dict]:
     chosen = ALPHA_ROWS if rows == "all" else [r for r in ALPHA_ROWS if r.name in rows.split(",")]
     if clamp_gradient_at_bounds() == 0.0:
         print(f"warning: torch {torch.__version__} gives clamp no gradient at its bounds: auto_LiRPA's alpha-CROWN "
               f"does not optimise here (it stays at CROWN); use torch 2.13 in the peer environment", flush=True)
-    print(HEADER)
+    print(HEADER + (f" {'peer self':>9s} {'ours self':>9s}" if check_reproducibility else ""))
     out = []
     for row in chosen:
         t0 = time.perf_counter()
-        out.append(run_alpha_row(row, device, repeat, n_override, widen))
+        out.append(run_alpha_row(row, device, repeat, n_override, widen, check_reproducibility))
         out[-1]["wall_s"] = time.perf_counter() - t0
     return out
 
