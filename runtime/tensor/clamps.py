@@ -1,4 +1,4 @@
-"""A clamp of a dense tensor by numbers, and the positive part of a tensor.
+"""A clamp of a dense tensor by numbers, and the positive and negative parts of a tensor.
 
 ``max(t, 0)`` is made by ``relu`` (the same values as ``clamp``; ``NaN`` stays ``NaN``).  Where
 autograd records it, its backward is one fused kernel (``threshold_backward``) where clamp's is a
@@ -8,7 +8,10 @@ backward -- but with *clamp's* gradient: 1 at ``t = 0``, not relu's 0.  The diff
 detail: a back-substituted coefficient is exactly 0 wherever a slope of 0 cut its row, and alpha-
 CROWN's slopes start at 0 on half the unstable neurons; with relu's gradient those rows pass no
 gradient to the slopes before them, and the optimised margins of mnist 9x200 (eps 0.01, 20 steps)
-ended up to 27 lower than alpha-CROWN's, whose clamps pass it (as ``c- = min(c, 0)`` does here).
+ended up to 27 lower than alpha-CROWN's, whose clamps pass it.  The negative part's gradient is 0 at
+``t = 0`` (:func:`negative_part`): with clamp's there too, a split ``t+ L + t- U`` of a 0 passed
+``L + U``, twice the derivative where ``L`` and ``U`` are one affine map (every slope at 0 got twice
+its one-sided derivative).
 """
 
 from __future__ import annotations
@@ -39,8 +42,36 @@ def positive_part(t: torch.Tensor) -> torch.Tensor:
     return torch.relu(t)
 
 
+class _NegativePart(torch.autograd.Function):
+    """``min(t, 0)`` whose gradient is ``g * (t < 0)``: 0 at ``t = 0``, the complement of
+    :func:`positive_part`'s, so that ``t+ L + t- U`` has the gradient ``L`` at ``t = 0`` (once)."""
+
+    @staticmethod
+    def forward(ctx, t: torch.Tensor) -> torch.Tensor:  # noqa: D102 - autograd's interface
+        ctx.save_for_backward(t)
+        return torch.clamp(t, max=0)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
+        (t,) = ctx.saved_tensors
+        return torch.where(t < 0, g, 0.0)
+
+
+def negative_part(t: torch.Tensor) -> torch.Tensor:
+    """``t- = min(t, 0)``, with gradient 0 at ``t = 0``, where :func:`positive_part`'s is 1: a
+    coefficient split ``t+ L + t- U`` then passes ``L`` at ``t = 0``, not ``L + U`` (clamp's gradient
+    on both halves), which doubled the gradient of every slope at 0 (a product ``c * al`` that is 0,
+    then split at an affine layer, whose ``L`` and ``U`` are the same map: the gradient must be it once)."""
+    if torch.is_grad_enabled() and t.requires_grad:
+        return _NegativePart.apply(t)
+    return torch.clamp(t, max=0)
+
+
 def clamp_number(t: torch.Tensor, lo, hi) -> torch.Tensor:
-    """``torch.clamp(t, lo, hi)`` for numbers (or None) ``lo`` and ``hi`` (values and gradients)."""
-    if hi is None and lo is not None and not isinstance(lo, bool) and lo == 0 and t.dtype.is_floating_point:
-        return positive_part(t)
+    """``torch.clamp(t, lo, hi)`` for numbers (or None) ``lo`` and ``hi`` (values and gradients; the
+    positive and negative parts, ``lo = 0`` or ``hi = 0`` alone, with gradients that add up to 1 at 0)."""
+    if t.dtype.is_floating_point and (lo is None) != (hi is None):
+        bound = lo if hi is None else hi
+        if not isinstance(bound, bool) and bound == 0:
+            return positive_part(t) if hi is None else negative_part(t)
     return torch.clamp(t, lo, hi)

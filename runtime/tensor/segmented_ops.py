@@ -33,7 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
-from .clamps import clamp_number, positive_part
+from .clamps import clamp_number, negative_part, positive_part
 from .kept_columns import KeptColumns
 from .lazy_parts import LazyParts
 from .masked_grad import divide, multiply, records
@@ -433,7 +433,7 @@ def _pos(p):
 
 
 def _neg(p):
-    return p.clamp(max=0) if isinstance(p, torch.Tensor) else p.map_values(lambda c: c.clamp(max=0))
+    return negative_part(p) if isinstance(p, torch.Tensor) else p.map_values(negative_part)
 
 
 def _as_block(p, lead) -> Block:
