@@ -21,6 +21,7 @@ from cfruntime.errors import RuleError
 from cfruntime.flow import host
 from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import RepeatBlock
+from cfruntime.tensor.clamps import magnitude
 from cfruntime.tensor import segmented_ops as seg_ops
 from cfruntime.tensor.block_base import same_value
 
@@ -255,7 +256,9 @@ def split_inner(x, pos, neg, dim: int):
         # same in both forms or NaN in this one (an inf in x, pos or neg meeting the other sign), and
         # NaN propagates: a NaN result means "take the clamped form"
         half_pos, half_neg = pos / 2, neg / 2  # halves first: pos + neg may overflow
-        out = binary("add", inner(x, half_pos + half_neg, dim), inner(unary("abs", x), half_pos - half_neg, dim))
+        # |x| with gradient 1 at 0: the split's gradient at x = 0 is pos's, as the clamped form's
+        ax = magnitude(x) if isinstance(x, torch.Tensor) else unary("abs", x)
+        out = binary("add", inner(x, half_pos + half_neg, dim), inner(ax, half_pos - half_neg, dim))
         if not bool(torch.isnan(gb.to_dense(out) if gb.is_sparse(out) else out).any()):
             return out
     return binary("add", inner(clamp(x, 0.0, None), pos, dim), inner(clamp(x, None, 0.0), neg, dim))

@@ -7,14 +7,16 @@ one-sided derivative: up from 0, down from 1), as alpha-CROWN's is.  A spec that
 coefficient before its sign test (``subst_lower(n, max(c, 0) * al + min(c, 0))``) has the same
 bounds but, at ``al = 0``, a scaled coefficient of exactly 0 whose sign split gave the slope a
 gradient that is neither side's (on mnist 6x100 the first step then lowered the summed margins
-445 -> 378 where alpha-CROWN's raised them to 461); this test fails for that form
-(:data:`SCALED_FIRST`).
+445 -> 378 where alpha-CROWN's raised them to 461); that form (:data:`SCALED_FIRST`) failed this test
+until every split gave a 0 the positive side's gradient (below); the mutants here still fail it.
 
 Checked: the sign (what decides the first step) and the size (what Adam's later steps divide by).
 At a slope of exactly 0 autograd gave twice the one-sided derivative (2.0000000 here; at 1 they agreed
 to 1e-9): the product ``c * al`` is 0 there, and the next affine layer's split ``t+ L + t- U`` of that
 0 passed ``L + U`` (clamp's gradient 1 at 0 on both halves) where ``L`` and ``U`` are one map; the
-negative part's gradient is 0 at 0 now (``cfruntime.tensor.clamps.negative_part``)."""
+negative part's gradient is 0 at 0 now (``cfruntime.tensor.clamps.negative_part``), and the
+centre/radius form's ``|x|`` has gradient 1 at 0 (``clamps.magnitude``): every split gives a 0 the
+positive side's gradient."""
 
 from __future__ import annotations
 
@@ -89,19 +91,35 @@ def test_alpha_deeppoly_slopes_get_the_one_sided_derivative_at_their_ends(shippe
     assert not bad, f"{len(bad)} of {checked} slopes: autograd differs from the one-sided derivative, e.g. {bad[:3]}"
 
 
-def test_the_scaled_coefficient_form_fails_this_test():
-    """The same bounds written with the coefficient scaled before its sign test: at ``al = 0`` the scaled
-    coefficient is 0 and its sign test a kink, whose gradient is not the one-sided derivative (why the
-    shipped spec scales after the test)."""
+def _scaled_first():
     src = certifier_source("alpha_deeppoly")[0]
     for old, new in SCALED_FIRST:
         assert old in src
         src = src.replace(old, new)
+    return cfmlir.compile(src).compiled
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_the_scaled_coefficient_form_gets_them_too(sparse):
+    """The same bounds written with the coefficient scaled before its sign test: at ``al = 0`` the scaled
+    coefficient is 0 and its split at the ReLU a kink.  Every split gives a 0 the positive side's
+    gradient (``positive_part`` 1, ``negative_part`` 0, the centre/radius form's ``magnitude`` 1), the
+    side a slope at 0 moves into, so this form's gradients are the one-sided derivatives too (it had a
+    wrong sign once, with clamp's gradient on both halves, and the mean of both sides' with abs's)."""
     net, lb, ub = _problem()
-    # (in the dense store: since the negative part's gradient is 0 at 0 the sparse store's sizes agree
-    # for this form too, the dense store's are still off by up to a third -- not looked into)
-    checked, bad = _one_sided_errors(cfmlir.compile(src).compiled, net, lb, ub, sparse=False)
-    assert checked >= 20 and bad, "the scaled-first form no longer shows the kink: re-read the module docstring"
+    checked, bad = _one_sided_errors(_scaled_first(), net, lb, ub, sparse)
+    assert checked >= 20 and not bad, f"{len(bad)} of {checked}: {bad[:3]}"
+
+
+def test_abs_gradient_in_the_box_split_fails_this_test(monkeypatch):
+    """The centre/radius split ``x (p + n)/2 + |x| (p - n)/2`` with abs's gradient (0 at 0): a 0 met at
+    a ReLU (the scaled-first form's) passes ``(p + n)/2``, and the size check fails."""
+    from cfruntime.flow import ops
+
+    monkeypatch.setattr(ops, "magnitude", torch.abs)
+    net, lb, ub = _problem()
+    checked, bad = _one_sided_errors(_scaled_first(), net, lb, ub, sparse=False)
+    assert checked >= 20 and bad
 
 
 def test_clamps_gradient_on_both_halves_fails_this_test(shipped, monkeypatch):
