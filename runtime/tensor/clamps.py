@@ -1,4 +1,4 @@
-"""A clamp of a dense tensor by numbers, and the positive and negative parts of a tensor.
+"""A clamp of a dense tensor by numbers, and the positive and negative parts and the magnitude of a tensor.
 
 ``max(t, 0)`` is made by ``relu`` (the same values as ``clamp``; ``NaN`` stays ``NaN``).  Where
 autograd records it, its backward is one fused kernel (``threshold_backward``) where clamp's is a
@@ -19,42 +19,38 @@ from __future__ import annotations
 import torch
 
 
-class _PositivePart(torch.autograd.Function):
-    """``max(t, 0)`` whose gradient is ``g * (t >= 0)``, one ``threshold_backward`` kernel."""
+def _with_gradient(value, gradient):
+    """``value(t)`` where autograd records it with the backward ``gradient(g, t)`` (one element-wise
+    autograd function; the plain ``value`` where nothing is recorded)."""
 
-    @staticmethod
-    def forward(ctx, t: torch.Tensor) -> torch.Tensor:  # noqa: D102 - autograd's interface
-        ctx.save_for_backward(t)
-        return torch.relu(t)
+    class _Elementwise(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t: torch.Tensor) -> torch.Tensor:  # noqa: D102 - autograd's interface
+            ctx.save_for_backward(t)
+            return value(t)
 
-    @staticmethod
-    def backward(ctx, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        (t,) = ctx.saved_tensors
-        # t > -(least normal) is t >= 0 but for negative subnormals (a gradient there is immaterial;
-        # a subnormal threshold could be flushed to -0 where denormals are)
-        return torch.ops.aten.threshold_backward(g, t, -torch.finfo(t.dtype).smallest_normal)
+        @staticmethod
+        def backward(ctx, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
+            (t,) = ctx.saved_tensors
+            return gradient(g, t)
+
+    def apply(t: torch.Tensor) -> torch.Tensor:
+        return _Elementwise.apply(t) if torch.is_grad_enabled() and t.requires_grad else value(t)
+
+    return apply
+
+
+# t > -(least normal) is t >= 0 but for negative subnormals (a gradient there is immaterial; a subnormal
+# threshold could be flushed to -0 where denormals are): one threshold_backward kernel
+_positive_part = _with_gradient(
+    torch.relu, lambda g, t: torch.ops.aten.threshold_backward(g, t, -torch.finfo(t.dtype).smallest_normal))
+_negative_part = _with_gradient(lambda t: torch.clamp(t, max=0), lambda g, t: torch.where(t < 0, g, 0.0))
+_magnitude = _with_gradient(torch.abs, lambda g, t: torch.where(t >= 0, g, -g))
 
 
 def positive_part(t: torch.Tensor) -> torch.Tensor:
     """``t+ = max(t, 0)``, with clamp's gradient (1 at ``t = 0``)."""
-    if torch.is_grad_enabled() and t.requires_grad:
-        return _PositivePart.apply(t)
-    return torch.relu(t)
-
-
-class _NegativePart(torch.autograd.Function):
-    """``min(t, 0)`` whose gradient is ``g * (t < 0)``: 0 at ``t = 0``, the complement of
-    :func:`positive_part`'s, so that ``t+ L + t- U`` has the gradient ``L`` at ``t = 0`` (once)."""
-
-    @staticmethod
-    def forward(ctx, t: torch.Tensor) -> torch.Tensor:  # noqa: D102 - autograd's interface
-        ctx.save_for_backward(t)
-        return torch.clamp(t, max=0)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        (t,) = ctx.saved_tensors
-        return torch.where(t < 0, g, 0.0)
+    return _positive_part(t)
 
 
 def negative_part(t: torch.Tensor) -> torch.Tensor:
@@ -62,33 +58,16 @@ def negative_part(t: torch.Tensor) -> torch.Tensor:
     coefficient split ``t+ L + t- U`` then passes ``L`` at ``t = 0``, not ``L + U`` (clamp's gradient
     on both halves), which doubled the gradient of every slope at 0 (a product ``c * al`` that is 0,
     then split at an affine layer, whose ``L`` and ``U`` are the same map: the gradient must be it once)."""
-    if torch.is_grad_enabled() and t.requires_grad:
-        return _NegativePart.apply(t)
-    return torch.clamp(t, max=0)
-
-
-class _Magnitude(torch.autograd.Function):
-    """``|t|`` whose gradient is ``g * (t >= 0 ? 1 : -1)``: 1 at ``t = 0`` (abs's is 0 there)."""
-
-    @staticmethod
-    def forward(ctx, t: torch.Tensor) -> torch.Tensor:  # noqa: D102 - autograd's interface
-        ctx.save_for_backward(t)
-        return torch.abs(t)
-
-    @staticmethod
-    def backward(ctx, g: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        (t,) = ctx.saved_tensors
-        return torch.where(t >= 0, g, -g)
+    return _negative_part(t)
 
 
 def magnitude(t: torch.Tensor) -> torch.Tensor:
-    """``|t|`` with gradient 1 at ``t = 0``: the centre/radius form of a split, ``x (p + n)/2 + |x| (p -
-    n)/2``, then has the gradient ``p`` at ``x = 0``, as ``x+ p + x- n`` with :func:`positive_part` and
-    :func:`negative_part` has (abs's gradient 0 gave the mean ``(p + n)/2``: a slope's derivative at 0
-    came out 0.54-0.67x the one-sided one where a coefficient 0 met a ReLU's two lines)."""
-    if torch.is_grad_enabled() and t.requires_grad:
-        return _Magnitude.apply(t)
-    return torch.abs(t)
+    """``|t|`` with gradient 1 at ``t = 0`` (abs's is 0): the centre/radius form of a split, ``x (p +
+    n)/2 + |x| (p - n)/2``, then has the gradient ``p`` at ``x = 0``, as ``x+ p + x- n`` with
+    :func:`positive_part` and :func:`negative_part` has (abs's gradient gave the mean ``(p + n)/2``: a
+    slope's derivative at 0 came out 0.54-0.67x the one-sided one where a coefficient 0 met a ReLU's two
+    lines)."""
+    return _magnitude(t)
 
 
 def clamp_number(t: torch.Tensor, lo, hi) -> torch.Tensor:
