@@ -33,7 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
-from .clamps import clamp_number, negative_part, positive_part
+from .clamps import clamp_number, magnitude, negative_part, positive_part
 from .kept_columns import KeptColumns
 from .lazy_parts import LazyParts
 from .masked_grad import divide, multiply, records
@@ -485,8 +485,8 @@ def _contract_last(x, p, n):
     if p is None or n is None:
         return _dot_last(_pos(x), p) if n is None else _dot_last(_neg(x), n)
     if _box_form_pays(x):  # centre/radius: one pass over x (or a block's core) fewer than the clamps
-        half_p, half_n = p * 0.5, n * 0.5
-        return _dot_last(x, half_p + half_n) + _dot_last(_abs(x), half_p - half_n)
+        half_p, half_n = p * 0.5, n * 0.5  # |x| with gradient 1 at 0: a 0 meets p, as in the forms below
+        return _dot_last(x, half_p + half_n) + _dot_last(_magnitude(x), half_p - half_n)
     if isinstance(x, torch.Tensor):
         if _product_numel(x, p) <= SMALL_PRODUCT:
             return (x * torch.where(x >= 0, p, n)).sum(-1)  # each coefficient meets its bound
@@ -625,6 +625,11 @@ def split_inner_plain(x: torch.Tensor, pos: torch.Tensor, neg: torch.Tensor) -> 
 
 def _abs(p):
     return p.abs() if isinstance(p, torch.Tensor) else p.map_values(torch.abs)
+
+
+def _magnitude(p):
+    """``|p|`` whose gradient at 0 is 1 (the positive side's, as :func:`_pos`/:func:`_neg` give a 0)."""
+    return magnitude(p) if isinstance(p, torch.Tensor) else p.map_values(magnitude)
 
 
 def _memo(t, key, make):

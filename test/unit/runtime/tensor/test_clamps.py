@@ -1,4 +1,4 @@
-"""clamps.clamp_number: torch.clamp's values and gradients (relu's kernels for max(t, 0), clamp's gradient at 0)."""
+"""clamps: torch.clamp's values and gradients (relu's kernels for max(t, 0), clamp's gradient at 0), and the gradient at 0 of the splits built on them."""
 
 import math
 
@@ -59,3 +59,23 @@ def test_other_bounds_stay_clamp():
     t = torch.tensor([-2.0, 3.0], requires_grad=True)
     assert type(clamp_number(t, -1.0, None).grad_fn).__name__.startswith("Clamp")
     assert type(clamp_number(t, True, None).grad_fn).__name__.startswith("Clamp")  # a bool is no number 0
+
+
+@pytest.mark.parametrize("form", ["box", "select", "clamps"])
+def test_every_form_of_the_box_contraction_gives_a_zero_coefficient_the_lower_side(form, monkeypatch):
+    """``sum_k x+ p + x- n`` (a row of coefficients ``x`` against a box's bounds ``p``/``n``) is computed
+    in three forms by size -- centre/radius (``x (p+n)/2 + |x| (p-n)/2``), a select (``x * where(x >= 0,
+    p, n)``) and the two clamps -- and all three must give a coefficient of exactly 0 the gradient ``p``
+    (the positive side, the one a slope at 0 moves into): with abs's gradient the centre/radius form
+    gave the mean ``(p + n)/2`` (it fails here with ``torch.abs`` in place of ``magnitude``)."""
+    from cfruntime.tensor import segmented_ops as so
+
+    monkeypatch.setattr(so, "BOX_FORM_MIN", 0 if form == "box" else 1 << 40)
+    monkeypatch.setattr(so, "SMALL_PRODUCT", 1 << 40 if form == "select" else 0)
+    x = torch.tensor([[[0.0, 2.0, -1.0, 0.0]]], dtype=torch.float64, requires_grad=True)
+    p = torch.tensor([[[-1.0, -2.0, 0.5, 3.0]]], dtype=torch.float64)
+    n = torch.tensor([[[4.0, 5.0, 1.5, 7.0]]], dtype=torch.float64)
+    out = so.split_inner_plain(x, p, n)
+    assert out.item() == pytest.approx(2.0 * -2.0 + -1.0 * 1.5)
+    (g,) = torch.autograd.grad(out.sum(), x)
+    assert g.tolist() == [[[-1.0, -2.0, 1.5, 3.0]]]
