@@ -14,7 +14,8 @@ float32, in one process: IBP = auto_LiRPA ``IBP``, CROWN-IBP = ``CROWN-IBP``, De
 three times more, so that a batch shape's run is recorded and checked, :mod:`cfruntime.flow.tape` --
 ``ours_s`` is the replay, the steady state of ``cf-run`` over many batches, and ``ours_eager_s`` /
 ``eager_ratio`` the eager engine's time, what a single batch costs), then the minimum over ``--repeat``
-runs of the whole set of batches (bound computation only: network loading, compilation and the
+runs of the whole set of batches (at least :data:`MIN_SECONDS` of runs per tool), the tools' runs
+interleaved (``peer_side.timed_side_by_side``: a load spike falls on both alike) (bound computation only: network loading, compilation and the
 ``BoundedModule`` build are excluded; on CUDA the device is synchronised after every batch).
 Both tools run in one process under glibc's allocator as it comes (its adaptive mmap/trim thresholds
 make the CPU timings of big tensors vary by up to 1.5x between runs) or, with ``--malloc fixed``, with
@@ -55,7 +56,7 @@ import torch
 
 from cfmlir import spec_rows
 from cfruntime.flow import graphs
-from peer_side import Peer, count_ops, margins_ours, peer_available, peer_converter, timed
+from peer_side import Peer, count_ops, margins_ours, peer_available, peer_converter, timed_side_by_side
 from peer_table import print_row
 
 REPO = Path(__file__).resolve().parent.parent
@@ -98,6 +99,9 @@ DENSE_REFERENCE_MAX_NEURONS = 20_000
 #: whether our float32 bounds are widened to hold despite rounding (cfruntime.flow.widening; on by
 #: default, as in cf-run; auto_LiRPA's are not: ``--widen off`` compares like with like)
 WIDEN = True
+#: each tool is timed at least this long in all (more repetitions than ``--repeat`` on the short rows, whose
+#: runs of a few milliseconds are noisy)
+MIN_SECONDS = 0.5
 
 
 class Ours:
@@ -153,9 +157,12 @@ def run_row(row: Row, certifiers, device: torch.device, repeat: int, n_override:
             # warm: on the CPU our runs are replayed from a batch shape's fourth call on (the steady state
             # of cf-run over many batches); a run of one batch is eager: its time is ours_eager_s
             replayed = device.type == "cpu"
-            t_ours, low_ours = timed(ours, batches, device, repeat, warm=graphs.CPU_RECORD_AFTER if replayed else 0)
-            t_eager = timed(ours.eager, batches, device, repeat)[0] if replayed else None
-            t_peer, low_peer = timed(peer, batches, device, repeat)
+            # interleaved (peer_side.timed_side_by_side): a load spike falls on every tool alike
+            tools = {"ours": ours, "eager": ours.eager, "peer": peer} if replayed else {"ours": ours, "peer": peer}
+            times = timed_side_by_side(tools, batches, device, repeat, min_seconds=MIN_SECONDS,
+                                       warm={"ours": graphs.CPU_RECORD_AFTER if replayed else 0})
+            (t_ours, low_ours), (t_peer, low_peer) = times["ours"], times["peer"]
+            t_eager = times["eager"][0] if replayed else None
             ours_m = margins_ours(low_ours, prop.labels, peer.others)
             peer_m = torch.cat([l.double().cpu() for l in low_peer])
             verdicts = cfmlir.certify(ours.cert, net, prop, engine=ours.engine, device=device, batch_size=batch)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from cfmlir.optimize import OptimizeOptions, OptimizeReport, optimize_bounds
-from peer_side import Peer, count_ops, margins_ours, timed
+from peer_side import Peer, count_ops, margins_ours, timed_side_by_side
 from peer_table import print_row
 
 ITERATIONS, LR = 20, 0.5
@@ -160,8 +160,8 @@ def run_alpha_row(row: AlphaRow, device: torch.device, repeat: int, n_override: 
     try:
         ours = AlphaOurs(net.network, prop, batches, device, widen)
         peer = AlphaPeer(Peer(onnx_path, prop, batches, device))
-        t_ours, low_ours = timed(ours, batches, device, repeat)
-        t_peer, low_peer = timed(peer, batches, device, repeat)
+        times = timed_side_by_side({"ours": ours, "peer": peer}, batches, device, repeat)  # interleaved
+        (t_ours, low_ours), (t_peer, low_peer) = times["ours"], times["peer"]
         ours_m = margins_ours(low_ours, prop.labels, peer.peer.others)
         peer_m = torch.cat([l.double().cpu() for l in low_peer])
         diff = ours_m - peer_m

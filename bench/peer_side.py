@@ -1,6 +1,6 @@
 """The peer's side of the side-by-side benchmarks (``bench/peer_compare.py`` and its alpha rows,
 ``bench/peer_compare_alpha.py``), and how both measure: auto_LiRPA on the same boxes through the shared
-harness (``../shared/peers``), warm minimum-of-N timing, and torch-operation counts.  Its own module so
+harness (``../shared/peers``), warm minimum-of-N timing of both tools interleaved, and torch-operation counts.  Its own module so
 that the two scripts import it and not each other."""
 
 from __future__ import annotations
@@ -22,26 +22,42 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def timed(run_batch, batches, device, repeat: int, warm: int = 0) -> tuple[float, list]:
-    """Warm-up on the first batch (and ``warm`` runs of all batches more: our CPU runs replay a recording
-    from a batch shape's fourth call on), then the minimum over ``repeat`` runs of all batches."""
-    run_batch(batches[0])
-    for _ in range(warm):
-        for b in batches:
-            run_batch(b)
+def timed_side_by_side(runs: dict, batches, device, repeat: int, warm: dict | None = None,
+                       min_seconds: float = 0.0, max_repeat: int = 50) -> dict:
+    """``{name: (seconds, outputs)}`` of several tools timed *interleaved*: after each tool's warm-up
+    (the first batch, then ``warm[name]`` runs of all batches: our CPU runs replay a recording
+    from a batch shape's fourth call on), every repetition runs
+    all batches of each tool in turn (the order rotating), and each tool's time is its minimum over the
+    repetitions.  A load spike or a slow drift of the machine then falls on every tool alike, where
+    timing one tool's repetitions after the other's put it on one side only (the misses of
+    ``bench/peer_compare.py`` moved between rows from run to run).  Repetitions: ``repeat``, and more
+    (up to ``max_repeat``) until every tool has been timed for ``min_seconds`` in all (short rows: a
+    few milliseconds a run are noisy)."""
+    warm = warm or {}
+    for name, run_batch in runs.items():
+        run_batch(batches[0])
+        for _ in range(warm.get(name, 0)):
+            for b in batches:
+                run_batch(b)
     sync(device)
-    best, outs = math.inf, None
-    for _ in range(repeat):
-        total, res = 0.0, []
-        for b in batches:
-            t0 = time.perf_counter()
-            out = run_batch(b)
-            sync(device)
-            total += time.perf_counter() - t0
-            res.append(out)
-        if total < best:
-            best, outs = total, res
-    return best, outs
+    names = list(runs)
+    best = {n: (math.inf, None) for n in names}
+    spent = {n: 0.0 for n in names}
+    k = 0
+    while k < repeat or (k < max_repeat and min(spent.values()) < min_seconds):
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            total, res = 0.0, []
+            for b in batches:
+                t0 = time.perf_counter()
+                out = runs[name](b)
+                sync(device)
+                total += time.perf_counter() - t0
+                res.append(out)
+            spent[name] += total
+            if total < best[name][0]:
+                best[name] = (total, res)
+        k += 1
+    return best
 
 
 class Peer:
