@@ -66,7 +66,8 @@ def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptio
     ``verified``: regions already verified (by a first pass); ``on_round(progress)``: called after every
     round with ``{"region", "round", "pool", "worst" (the smallest value pooled), "domains", "seconds"}``."""
     options = options or BabOptions()
-    stats = {"domains": 0, "bounded": 0, "rounds": 0, "max_depth": 0, "leaves": 0, "seconds": 0.0, "branching": []}
+    stats = {"domains": 0, "disjunct_domains": 0, "bounded": 0, "rounds": 0, "max_depth": 0, "leaves": 0,
+             "seconds": 0.0, "branching": []}
     gen = torch.Generator().manual_seed(options.seed)
     for ri, region in enumerate(prop.regions):
         if verified is not None and verified[ri]:
@@ -182,6 +183,7 @@ class _RegionSearch:
         root["rows"] = bounds.rows
         root["value"] = self.objective.value(bounds.rows)
         self.stats["domains"] += 1
+        self.stats["disjunct_domains"] += len(self.objective.groups)
         if bool(self.objective.verified(bounds.rows)[0]) or bool(bounds.empty[0]):
             return None
         if self.mode == "relu" and self.options.beta and self.structure.branchable:
@@ -247,9 +249,12 @@ class _RegionSearch:
             if self.options.max_domains is not None and self.stats["domains"] >= self.options.max_domains:
                 raise _Stop("domain limit")
             batch = pool.pop(self.options.batch)
+            # the disjuncts each parent leaves open: its children are bounded for them (alpha-beta-CROWN's unit)
+            open_disjuncts = int((self.objective.disjunct_values(batch["rows"]) <= 0).sum())
             kids = self._branch_relu(batch) if self.mode == "relu" else self._branch_input(batch)
             self.stats["rounds"] += 1
             self.stats["domains"] += len(kids)
+            self.stats["disjunct_domains"] += open_disjuncts * (len(kids) // max(1, len(batch)))
             self.stats["max_depth"] = max(self.stats["max_depth"], int(kids["depth"].max()) if len(kids) else 0)
             self._attack_children(kids)
             self._keep(pool, kids)

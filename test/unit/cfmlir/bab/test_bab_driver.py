@@ -136,7 +136,8 @@ def test_cf_run_bab_decides_and_reports(hard):
     assert rc == 0 and "bab" not in auto
     rc, d = _run(hard, "holds", "holds_on", "--bab", "on", "--bab-branching", "relu")
     assert rc == 0 and d["verdict"] == "unsat" and d["bab"]["verdict"] == "unsat"
-    assert set(d["bab"]) >= {"domains", "rounds", "seconds", "domains_per_second", "branching", "stopped"}
+    assert set(d["bab"]) >= {"domains", "rounds", "seconds", "domains_per_second", "disjunct_domains",
+                              "disjunct_domains_per_second", "branching", "stopped"}
     assert d["bab"]["beta"] == "on"  # split multipliers (cfmlir.bab.lagrangian), on by default
     rc, nb = _run(hard, "holds", "holds_no_beta", "--bab", "on", "--bab-branching", "relu", "--bab-beta", "off")
     assert rc == 0 and nb["verdict"] == "unsat" and "beta" not in nb["bab"]
@@ -199,3 +200,30 @@ def test_cf_run_bab_with_optimize_decides(hard):
     rc, d = _run(hard, "holds", "holds_alpha", "--bab", "on", "--bab-branching", "relu", "--optimize", "5",
                  certifier="alpha_deeppoly")
     assert rc == 0 and d["verdict"] == "unsat" and d["bab"]["verdict"] == "unsat"
+
+
+def _with_disjuncts(case, disjuncts):
+    from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty
+
+    reg = case.prop.regions[0]
+    return VnnlibProperty(case.prop.num_inputs, case.prop.num_outputs, [InputRegion(reg.lb, reg.ub, disjuncts)])
+
+
+def test_disjunct_domains_count_each_open_disjunct_of_a_subdomain(deeppoly):
+    """``stats["disjunct_domains"]`` (alpha-beta-CROWN's unit: a tree per disjunct): a subdomain counts once
+    per disjunct its parent left open.  One disjunct: as many as the subdomains; the same disjunct three
+    times: three times as many; plus a disjunct the root refutes (``y <= -1e9``): one more (the root's)."""
+    case = random_case(1, margin=0.10, max_depth=2, max_width=12)
+    (A, b), = case.prop.regions[0].disjuncts
+    runs = {}
+    for name, disjuncts in (("one", [(A, b)]), ("thrice", [(A, b)] * 3),
+                            ("and refuted", [(A, b), (A[:1], np.full(1, -1e9))])):
+        out = run_bab(deeppoly, case.net, _with_disjuncts(case, disjuncts), deadline=time.monotonic() + PER_CASE_S,
+                      options=BabOptions(branching="relu", attack_restarts=0))
+        assert out.verdict == case.truth == "unsat", (name, out.stopped)
+        runs[name] = out.stats
+    d = runs["one"]["domains"]
+    assert d > 1
+    assert runs["one"]["disjunct_domains"] == d
+    assert runs["thrice"]["domains"] == d and runs["thrice"]["disjunct_domains"] == 3 * d
+    assert runs["and refuted"]["domains"] == d and runs["and refuted"]["disjunct_domains"] == d + 1
