@@ -94,11 +94,13 @@ class CertifierBounding:
         p = len(domains)
         return self.box[0].reshape(1, -1).expand(p, -1), self.box[1].reshape(1, -1).expand(p, -1)
 
-    def bound(self, domains: Domains, reuse: str = "replace", replace_upto: int = -1) -> Bounds:
+    def bound(self, domains: Domains, reuse: str = "replace", replace_upto: int = -1, score_dtype=None) -> Bounds:
         """Bounds of every domain of the batch (``reuse``: ``"replace"`` or ``"tighten"``, see the module
         docstring; with ``"tighten"``, the carried layers up to ``replace_upto`` are still replaced: no split
         below a ReLU split changes them; a domain without carried bounds -- the root -- is bounded from its
-        box alone)."""
+        box alone).  ``score_dtype``: a raw run in that precision (no widening, no soundness check) whose
+        rows only *score* the domains -- FSB's candidates (:class:`~cfmlir.bab.options.BabOptions`
+        ``fsb_dtype``) -- and must never be kept as bounds."""
         from cfruntime.flow.batching import in_batches
 
         if reuse not in ("replace", "tighten"):
@@ -107,7 +109,8 @@ class CertifierBounding:
         has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
         want_layers = reuse == "tighten" or not has_carried
         replaced = {k for k in self.structure.carried if reuse == "replace" or k <= replace_upto}
-        parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, replaced, has_carried, want_layers),
+        parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, replaced, has_carried, want_layers,
+                                                           score_dtype),
                                     len(domains), self.batch_size)
         rows = torch.cat([p[2][0] for p in parts])
         self.rows_bounded += rows.shape[0]
@@ -153,15 +156,19 @@ class CertifierBounding:
             empty |= (lo > hi).any(1)
         return Bounds(lower, carried, empty, alphas or None)
 
-    def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool):
+    def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool,
+             score_dtype=None):
         from cfmlir.engines import store_layer_bounds
         from cfruntime.flow.engine import run_certifier
         from cfruntime.flow.overrides import BoundOverride
 
+        scoring = score_dtype is not None and score_dtype != self.options["dtype"]
+        options = {**self.options, "dtype": score_dtype, "widen": False} if scoring else self.options
+        check = None if scoring else self.check  # a score is no bound: nothing to check
         # the rows' upper bounds are never used: the last layer's rule does not compute them; the
         # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
         # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
-        dtype = self.options["dtype"]
+        dtype = options["dtype"]
         overrides = {}
         if not self.widened:
             rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
@@ -172,19 +179,19 @@ class CertifierBounding:
         net = self.mnet
         if self.beta_layers and beta_key(self.beta_layers[0]) in domains:
             betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
-            net = self._lagrangian(betas, domains, a, b, overrides)
-        read_layers = want_layers or self.check is not None
+            net = self._lagrangian(betas, domains, a, b, overrides, dtype)
+        read_layers = want_layers or check is not None
         params = warm_store(domains, a, b, net.layers[-1].index, self.alpha_cols)
         extra = {} if params is None else {"params": params, "graph": False}
         # a replayed CUDA graph keeps the last layer's bounds only (no store): never where layers are read
         res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides,
-                            **{"graph": False if read_layers else None, **extra}, **self.options)
+                            **{"graph": False if read_layers else None, **extra}, **options)
         lower = res.lower.to("cpu", torch.float64)
         layers = None
         if read_layers:
             layers = self._layers(net, res, lower)
-        if self.check is not None:
-            self.check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(
+        if check is not None:
+            check(self.mnet, lb[a:b], ub[a:b], layers, self.region, inside=subdomain_membership(
                 domains.select(slice(a, b)), self.structure))
         return lower, layers
 

@@ -333,7 +333,11 @@ class _RegionSearch:
             indices, values = torch.cat([indices, more.indices], 1), torch.cat([values, more.values], 1)
             k = indices.shape[1]
         cands = Domains.cat([branching.neuron_children(self.structure, batch, indices[:, j]) for j in range(k)])
-        self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
+        score_dtype = self._score_dtype()
+        if score_dtype is None:
+            self._bound_into(cands, "replace", parent_rows=batch["rows"].repeat(2 * k, 1))
+        else:
+            self._score_into(cands, score_dtype, parent_rows=batch["rows"].repeat(2 * k, 1))
         choice = indices[:, 0]
         if k > 1:
             values_c = cands["value"].clone()
@@ -389,6 +393,26 @@ class _RegionSearch:
             best = branching.pick_best_candidates(values, p, k)
             cands = branching.gather_candidate_children(cands, best, p, k)
         return cands
+
+    def _score_dtype(self):
+        """The precision FSB's candidates are scored in, when it is not the search's and the chosen children's
+        rows come from the split multipliers' optimisation (:meth:`_optimize_beta`, every open child); else None.
+        Never with curve cuts: an S-curve's relaxation on the narrow intervals cuts leave is cancellation in
+        float32 (a sigmoid net the search decides in 245 subdomains scored in float64 was open after 3000)."""
+        name = self.options.fsb_dtype
+        dtype = None if name is None else getattr(torch, name)
+        if (dtype is None or dtype == self.bounding.options["dtype"] or not self.bounding.beta_layers
+                or self.structure.curve_layers):
+            return None
+        return dtype
+
+    def _score_into(self, kids: Domains, dtype, parent_rows: torch.Tensor) -> None:
+        """Candidates scored by a raw run in ``dtype`` (their ``value``, to choose by); their rows stay their
+        parent's -- sound on every child -- until the multipliers' optimisation bounds the chosen ones."""
+        bounds = self.bounding.bound(kids, "replace", score_dtype=dtype)
+        kids["rows"] = parent_rows.clone()
+        kids["value"] = self.objective.value(torch.maximum(bounds.rows, parent_rows))
+        kids["empty"] = bounds.empty
 
     def _bound_into(self, kids: Domains, reuse: str, parent_rows: torch.Tensor, replace_upto: int = -1) -> None:
         bounds = self.bounding.bound(kids, reuse, replace_upto)

@@ -73,6 +73,13 @@ class BabOptions:
     #: they run in raw float32 and one final float64 run per child gives the bound kept
     #: (:meth:`cfmlir.bab.bounding.CertifierBounding.optimize_beta`)
     beta_dtype: str | None = "float32"
+    #: the precision FSB's candidate children are bounded in to *choose* the split ("float32", "float64", or
+    #: None: the search's own).  In another precision than the search's, their rows only score the candidates:
+    #: the chosen children start from their parent's rows and take their own from the split multipliers'
+    #: optimisation, whose kept rows are runs in the search's precision -- so this applies only where that
+    #: optimisation runs (a certifier carrying the Lagrangian term; else the candidates are bounded in the
+    #: search's precision, their rows kept, as before), and only on ReLU splits (curve cuts: the search's)
+    fsb_dtype: str | None = "float32"
 
     def __post_init__(self):
         if self.branching not in ("auto", "relu", "input"):
@@ -81,8 +88,9 @@ class BabOptions:
             raise ValueError(f"heuristic must be fsb or babsr, not '{self.heuristic}'")
         if not self.beta_lr > 0:
             raise ValueError(f"beta_lr must be positive, got {self.beta_lr}")
-        if self.beta_dtype not in (None, "float32", "float64"):
-            raise ValueError(f"beta_dtype must be float32, float64 or None, not '{self.beta_dtype}'")
+        for name in ("beta_dtype", "fsb_dtype"):
+            if getattr(self, name) not in (None, "float32", "float64"):
+                raise ValueError(f"{name} must be float32, float64 or None, not '{getattr(self, name)}'")
         if int(self.intercept_candidates) < 0:
             raise ValueError(f"intercept_candidates must be >= 0, got {self.intercept_candidates}")
         for name in ("candidates", "batch", "engine_batch", "memory_bytes", "beta_iterations"):

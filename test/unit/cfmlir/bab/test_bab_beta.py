@@ -281,3 +281,71 @@ def test_float32_steps_stop_at_a_float64_run_once_they_verify(shipped, monkeypat
     assert bool(objective.verified(runs[-2][2])[0])  # the float32 iterate that verified ...
     assert torch.equal(runs[-1][1][1], runs[-2][1][1])  # ... gave the final run its multipliers
     assert torch.equal(rows, runs[-1][2])
+
+
+def _lying_scores(monkeypatch, seen: list):
+    """FSB's scoring runs (``score_dtype``) made to claim every candidate verified (rows +1e6): a search that
+    kept a score as a bound would answer ``unsat`` on a ``sat`` instance."""
+    real = CertifierBounding.bound
+
+    def bound(self, domains, reuse="replace", replace_upto=-1, score_dtype=None):
+        out = real(self, domains, reuse, replace_upto, score_dtype)
+        if score_dtype is not None:
+            seen.append(score_dtype)
+            out.rows = out.rows + 1e6
+        return out
+
+    monkeypatch.setattr(CertifierBounding, "bound", bound)
+
+
+@pytest.mark.parametrize("seed", [2, 6, 8, 10])
+def test_fsb_scores_in_float32_choose_but_never_bound(shipped, seed, monkeypatch):
+    """``BabOptions.fsb_dtype="float32"`` in a float64 search with multipliers: FSB's candidates are scored by
+    raw float32 runs, and a chosen child's rows are its parent's until the multipliers' optimisation bounds it
+    in float64.  With scores that lie (every candidate "verified") the search still answers as the MILP does
+    on sat instances (the attack off, so the answer comes from the search's own leaves); with the scores
+    kept as rows (the mutant below) it answers unsat."""
+    cert = shipped.compiled("deeppoly")
+    case = random_case(seed, margin=0.02)
+    assert case.truth == "sat"
+    seen: list = []
+    _lying_scores(monkeypatch, seen)
+    opts = BabOptions(branching="relu", attack_restarts=0, round_attack=0, lp_unstable=0, max_domains=3000)
+    out = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S, options=opts)
+    assert seen and set(seen) == {torch.float32} and out.stats["beta"] == "on"
+    assert out.verdict == "sat", (out.verdict, out.stopped)
+
+
+def test_kept_scores_would_answer_unsat(shipped, monkeypatch):
+    """The mutant: a scored candidate's rows kept (as the search's own-precision candidates' are) -- the lying
+    scores then verify every child and a ``sat`` instance comes out ``unsat``; this is what the test above
+    guards against."""
+    from cfmlir.bab import driver
+
+    def kept(self, kids, dtype, parent_rows):
+        bounds = self.bounding.bound(kids, "replace", score_dtype=dtype)
+        kids["rows"] = torch.maximum(bounds.rows, parent_rows)
+        kids["value"] = self.objective.value(kids["rows"])
+        kids["empty"] = bounds.empty
+
+    monkeypatch.setattr(driver._RegionSearch, "_score_into", kept)
+    _lying_scores(monkeypatch, [])
+    case = random_case(0, margin=0.02)
+    out = run_bab(shipped.compiled("deeppoly"), case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu", attack_restarts=0, round_attack=0, lp_unstable=0,
+                                     max_domains=3000))
+    assert case.truth == "sat" and out.verdict == "unsat"
+
+
+def test_fsb_scores_in_the_search_precision_are_kept_as_before(shipped):
+    """Without multipliers (``beta=False``) there is no later bound for the chosen children: the candidates are
+    bounded in the search's precision and their rows kept, whatever ``fsb_dtype`` says; and both settings
+    decide an unsat instance as the MILP does."""
+    cert = shipped.compiled("deeppoly")
+    case = random_case(3, margin=0.10)
+    for fsb in ("float32", None):
+        for beta in (True, False):
+            out = run_bab(cert, case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                          options=BabOptions(branching="relu", lp_unstable=0, attack_restarts=0, beta=beta,
+                                             fsb_dtype=fsb, max_domains=3000))
+            assert out.verdict == case.truth == "unsat", (fsb, beta, out.stopped)
