@@ -21,7 +21,6 @@ from cfruntime.errors import RuleError
 from cfruntime.flow import host
 from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import RepeatBlock
-from cfruntime.tensor.clamps import magnitude
 from cfruntime.tensor import segmented_ops as seg_ops
 from cfruntime.tensor.block_base import same_value
 
@@ -257,7 +256,7 @@ def split_inner(x, pos, neg, dim: int):
         # NaN propagates: a NaN result means "take the clamped form"
         half_pos, half_neg = pos / 2, neg / 2  # halves first: pos + neg may overflow
         # |x| with gradient 1 at 0: the split's gradient at x = 0 is pos's, as the clamped form's
-        ax = magnitude(x) if isinstance(x, torch.Tensor) else unary("abs", x)
+        ax = unary("magnitude", x)
         out = binary("add", inner(x, half_pos + half_neg, dim), inner(ax, half_pos - half_neg, dim))
         if not bool(torch.isnan(gb.to_dense(out) if gb.is_sparse(out) else out).any()):
             return out

@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from .clamps import magnitude
 from .masked_grad import divide, multiply
 
 BINARY = {
@@ -37,6 +38,7 @@ UNARY = {
     "neg": torch.neg,
     "not": torch.logical_not,
     "abs": torch.abs,
+    "magnitude": magnitude,  # |x| with gradient 1 at 0 (clamps.magnitude): a split's centre/radius form
     "relu": torch.relu,
     "sigmoid": torch.sigmoid,
     "tanh": torch.tanh,

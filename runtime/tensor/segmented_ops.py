@@ -418,6 +418,8 @@ def unary(a: Segmented, op: str):
         return a.map_parts(torch.neg)
     if op == "abs":
         return a.map_parts(torch.abs)
+    if op == "magnitude":
+        return a.map_parts(magnitude)
     return NotImplemented
 
 

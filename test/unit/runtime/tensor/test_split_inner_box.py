@@ -50,3 +50,18 @@ def test_bounds_near_the_largest_float_do_not_overflow_the_centre():
     big = torch.full((1, 1, 1), 1.5e308, dtype=torch.float64)
     with T.absent_zero_semantics():
         assert torch.equal(dense(rt.split_inner(x, big, big.clone(), 2)), torch.tensor([[0.75e308]], dtype=torch.float64))
+
+
+def test_a_zero_coefficient_of_a_block_gets_the_positive_sides_gradient():
+    """The centre/radius form on a g-BSCR ``x`` takes ``|x|`` with gradient 1 at 0 (``unary("magnitude")``),
+    so ``d/dx (x+ pos + x- neg)`` at ``x = 0`` is ``pos``, as the clamped form's (``clamps.positive_part``)
+    and the dense form's; abs's gradient 0 there gave the mean ``(pos + neg) / 2`` (fails with ``"abs"``)."""
+    core = torch.tensor([[[0.0, 2.0, -1.0, 0.0]]], dtype=torch.float64, requires_grad=True)
+    x = T.SparseTensor((1, 1, 4), 0.0, [((0, 0, 0), T.DenseBlock(core))])
+    pos = torch.tensor([[[-1.0, -2.0, 0.5, 3.0]]], dtype=torch.float64)
+    neg = torch.tensor([[[4.0, 5.0, 1.5, 7.0]]], dtype=torch.float64)
+    with T.absent_zero_semantics():
+        out = dense(rt.split_inner(x, pos, neg, 2))
+    assert out.item() == 2.0 * -2.0 + -1.0 * 1.5
+    (g,) = torch.autograd.grad(out.sum(), core)
+    assert g.tolist() == [[[-1.0, -2.0, 1.5, 3.0]]]
