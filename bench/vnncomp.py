@@ -24,7 +24,8 @@ in the competition's results format (``benchmark,onnx,vnnlib,prepare_s,result,ru
 ``violated`` or ``unsat``/``sat``; e.g. ``results_csv/`` of ``stanleybak/vnncomp2021_results``), or,
 when ``DIR`` has none, every ``TOOL/YEAR_BENCHMARK/results.csv`` below it (the layout of 2022 on, e.g.
 ``ChristopherBrix/vnncomp2024_results``: one folder per tool, one per benchmark, same columns).  An
-instance's reference is the majority of the tools that decided it (none on a tie); the ``vs ref``
+instance's reference is the majority of the tools that decided it (none on a tie), leaving out the answers the
+organisers withdrew (:data:`WITHDRAWN`: RPM's mnistfc of 2021); the ``vs ref``
 column is ``agree/disagree`` over the instances both decided, each disagreement listed in the JSON.
 
 ``--coverage`` runs nothing: it loads every network each benchmark's CSV names and prints, as a
@@ -97,16 +98,31 @@ def result_files(folder: str) -> list[Path]:
     return files or sorted(Path(folder).glob("*/*/results.csv"))
 
 
+#: answers the organisers withdrew from their own scoring, as ``(tool, benchmark)``: VNN-COMP 2021 removed
+#: RPM's mnistfc answers after the competition (a VNN-LIB parsing bug: ``stanleybak/vnncomp2021_results``,
+#: README "Changes from VNNCOMP Presentation Results" 2 and ``skip_benchmarks['RPM']`` in process_results.py).
+#: Counted, they were the only answer of 14 mnistfc instances (all ``violated``, no other tool decided them)
+#: and tied 6 that one tool proved.
+WITHDRAWN = {("RPM", "mnistfc")}
+
+
+def result_tool(path: Path) -> str:
+    """The tool a results CSV is from: its name (2021's ``TOOL.csv``) or its folder (``TOOL/YEAR_BENCHMARK/results.csv``)."""
+    return path.parent.parent.name if path.name == "results.csv" else path.stem
+
+
 def reference_verdicts(folder: str) -> dict:
-    """``{instance key: Counter(unsat=n, sat=m)}`` over every results CSV of ``folder`` (see the module docstring)."""
+    """``{instance key: Counter(unsat=n, sat=m)}`` over every results CSV of ``folder`` (see the module
+    docstring), without the answers in :data:`WITHDRAWN`."""
     files = result_files(folder)
     if not files:
         raise SystemExit(f"error: {folder}: no results CSV in it (neither *.csv nor TOOL/YEAR_BENCHMARK/results.csv)")
     out: dict = {}
     for f in files:
+        tool = result_tool(f)
         for row in csv.reader(f.read_text(errors="replace").splitlines()):
             verdict = row[4].strip().lower() if len(row) >= 5 else ""  # a-b-CROWN's 2021 CSV writes SAT/UNSAT
-            if verdict in _REFERENCE:
+            if verdict in _REFERENCE and (tool, row[0]) not in WITHDRAWN:
                 out.setdefault(_key(row[0], row[1], row[2]), Counter())[_REFERENCE[verdict]] += 1
     return out
 

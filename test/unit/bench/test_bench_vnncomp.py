@@ -147,3 +147,22 @@ def test_optimize_is_passed_on_to_cf_run(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(mlp), "--optimize", "-1"],
                        capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 2 and "--optimize must be at least 0" in p.stderr
+
+
+def test_answers_the_organisers_withdrew_are_no_reference(tmp_path):
+    """VNN-COMP 2021 withdrew RPM's mnistfc answers (a VNN-LIB parsing bug): its ``violated`` was the only
+    answer of 14 mnistfc instances, which counted made them "officially sat".  Its answers elsewhere stay."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_vnncomp", REPO / "bench" / "vnncomp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    (tmp_path / "RPM.csv").write_text("mnistfc,./b/mnistfc/n.onnx,./b/mnistfc/p1.vnnlib,0,violated,54\n"
+                                      "mnistfc,./b/mnistfc/n.onnx,./b/mnistfc/p2.vnnlib,0,violated,54\n"
+                                      "acasxu,./b/acasxu/a.onnx,./b/acasxu/p.vnnlib,0,violated,5\n")
+    (tmp_path / "VeriNet.csv").write_text("mnistfc,./b/mnistfc/n.onnx,./b/mnistfc/p2.vnnlib,0,holds,3\n")
+    assert bench.reference_verdicts(str(tmp_path)) == {("mnistfc", "n.onnx", "p2.vnnlib"): {"unsat": 1},
+                                                       ("acasxu", "a.onnx", "p.vnnlib"): {"sat": 1}}
+    rows = [{"onnx": "n.onnx", "vnnlib": "p2.vnnlib", "verdict": "unsat"},
+            {"onnx": "n.onnx", "vnnlib": "p1.vnnlib", "verdict": "unsat"}]
+    assert bench.compare(rows, "mnistfc", bench.reference_verdicts(str(tmp_path)))["agree"] == 1
