@@ -63,16 +63,11 @@ class BoundOverride:
         return self.replace is True or self.replace == side
 
     def cast(self, dtype: torch.dtype, device) -> "BoundOverride":
-        """The bounds in ``dtype`` on ``device``, rounded outward (the cast bounds contain the given ones)."""
-        from cfruntime.flow.widening import box_to_dtype
+        """The bounds in ``dtype`` on ``device``, rounded outward where the cast rounds (the cast bounds
+        contain the given ones; a bound the dtype holds exactly, such as a split's 0, stays)."""
+        from cfruntime.flow.widening import box_to_dtype_exact
 
-        lo, hi = self.lower, self.upper
-        if lo is not None and hi is not None:
-            lo, hi = box_to_dtype(lo, hi, dtype, device)
-        elif lo is not None:
-            lo = box_to_dtype(lo, lo, dtype, device)[0]
-        elif hi is not None:
-            hi = box_to_dtype(hi, hi, dtype, device)[1]
+        lo, hi = box_to_dtype_exact(self.lower, self.upper, dtype, device)
         return BoundOverride(lo, hi, self.replace, None if self.rows is None else self.rows.to(device))
 
     def apply(self, lower: torch.Tensor, upper: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

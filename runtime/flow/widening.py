@@ -214,6 +214,26 @@ def box_to_dtype(lb: torch.Tensor, ub: torch.Tensor, dtype: torch.dtype, device=
     return _outward(lo, hi)
 
 
+def box_to_dtype_exact(lb: torch.Tensor | None, ub: torch.Tensor | None, dtype: torch.dtype, device=None):
+    """``lb``/``ub`` (either may be None) cast to ``dtype`` on ``device``, a step outward only where the cast
+    rounded inward: a value the dtype holds exactly stays (a split neuron's bound 0 stays 0, so the neuron
+    stays stable in a float32 run; :func:`box_to_dtype` would make it ``-1.4e-45``, an unstable ReLU whose
+    relaxation -- and, in ``alpha_deeppoly``, whose free slope -- a float32 optimisation then moves).  The
+    cast bounds still contain the given ones."""
+    lo = None if lb is None else lb.to(device=device, dtype=dtype)
+    hi = None if ub is None else ub.to(device=device, dtype=dtype)
+    src = lb if lb is not None else ub
+    if not src.dtype.is_floating_point or torch.finfo(src.dtype).bits <= torch.finfo(dtype).bits:
+        return lo, hi
+    if lo is not None:  # rounded up past lb: one step down
+        up = (lo.to(device=lb.device, dtype=lb.dtype) > lb).to(lo.device)
+        lo = torch.where(up, torch.nextafter(lo, scalar_like(-math.inf, lo)), lo)
+    if hi is not None:  # rounded down past ub: one step up
+        down = (hi.to(device=ub.device, dtype=ub.dtype) < ub).to(hi.device)
+        hi = torch.where(down, torch.nextafter(hi, scalar_like(math.inf, hi)), hi)
+    return lo, hi
+
+
 def _outward(lo: torch.Tensor, hi: torch.Tensor):
     """``lo`` one representable number down, ``hi`` one up (a value rounded to nearest is then on the
     right side of what it was rounded from)."""

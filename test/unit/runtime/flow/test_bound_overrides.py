@@ -144,6 +144,28 @@ def test_float32_casts_the_given_bounds_outward(shipped, case):
     assert bool((l1 <= -third).all() and (u1 >= third).all())  # float32 bounds still contain the given ones
 
 
+def test_float32_keeps_a_split_bound_of_zero_exact(shipped, case):
+    """A split neuron's bound 0 (and any value float32 holds exactly) stays itself in a float32 run: cast
+    "outward" by a step, 0 became -1.4e-45, an unstable ReLU, whose free slope in alpha_deeppoly the
+    float32 steps of a branch-and-bound search then moved (mnistfc 256x2 prop_1: open after 25,000
+    subdomains, decided in 2,507 with the bound kept).  Inexact values still go outward."""
+    net, lb, ub = case
+    cert = shipped.compiled("alpha_deeppoly")
+    lo = torch.full((5, 12), -1.0 / 3.0, dtype=torch.float64)
+    hi = torch.full((5, 12), 1.0 / 3.0, dtype=torch.float64)
+    lo[:, :4], hi[:, 4:8] = 0.0, 0.0  # active splits (lower bound 0), inactive ones (upper bound 0)
+    cast = BoundOverride(lo, hi).cast(torch.float32, "cpu")
+    assert bool((cast.lower[:, :4] == 0).all() and (cast.upper[:, 4:8] == 0).all())
+    assert bool((cast.lower.double()[:, 4:] < lo[:, 4:]).all() and (cast.upper.double()[:, 8:] > hi[:, 8:]).all())
+    from cfruntime.flow.param_store import ParamStore
+
+    params = ParamStore()
+    run_certifier(cert, net, lb, ub, dtype=torch.float32, widen=False, params=params,
+                  bound_overrides={1: BoundOverride(lo, hi, replace=True)})
+    (dom_lo, dom_hi), = [v for (name, k), v in params.last_domains.items() if name == "al" and k == 2]
+    assert bool((dom_lo[:, :4] == 1).all() and (dom_hi[:, 4:8] == 0).all())  # stable: the slope is fixed
+
+
 def test_bad_overrides_name_the_layer(shipped, case):
     net, lb, ub = case
     cert = shipped.compiled("deeppoly")
