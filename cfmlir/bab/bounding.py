@@ -260,6 +260,8 @@ class CertifierBounding:
             extra = {} if params is None else {"params": params}
             best_rows = best_value = None
             best_beta, best_alpha = {}, {}
+            # rows a domain is not answerable for (+inf: a per-disjunct copy's other disjuncts) steer nothing
+            answerable = ~torch.isposinf(domains["rows"][a:b])
             step, final = 0, iterations == 1
             while True:
                 options = self.options if final or not apart else step_options
@@ -270,8 +272,9 @@ class CertifierBounding:
                 if params is not None and step == 0 and params.tensors() and not final:
                     opt.add_group(params.tensors(), alpha_lr)
                 self.rows_bounded += b - a
+                seen = lower.masked_fill(~answerable, torch.inf)
                 with torch.no_grad():
-                    value = objective.value(lower.detach())
+                    value = objective.value(seen.detach())
                     if final or not apart:  # a bound: kept
                         best_rows = lower.detach().clone() if best_rows is None else torch.maximum(best_rows, lower.detach())
                     alphas = fields_of(params, reader, self.alpha_cols) if params is not None else {}
@@ -287,12 +290,12 @@ class CertifierBounding:
                             best_alpha[f][better] = v[better]
                 if final:
                     break
-                if bool(objective.verified(best_rows if not apart else lower.detach()).all()):
+                if bool(objective.verified((best_rows if not apart else lower.detach()).masked_fill(~answerable, torch.inf)).all()):
                     if not apart:
                         break
                     final = True  # these multipliers verify every domain in low precision: the rigorous run
                     continue
-                dv = objective.disjunct_values(lower)
+                dv = objective.disjunct_values(seen)
                 open_ = (dv <= 0) & dv.isfinite()
                 loss = -torch.where(open_, dv, torch.zeros_like(dv)).sum()
                 opt.zero_grad()
@@ -303,7 +306,7 @@ class CertifierBounding:
                         v.clamp_(min=0)
                 if params is not None:
                     params.project_()
-                del res, lower, loss
+                del res, lower, loss, seen
                 step += 1
                 final = step == iterations - 1
             if self.check is not None:

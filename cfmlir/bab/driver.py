@@ -188,7 +188,25 @@ class _RegionSearch:
             return None
         if self.mode == "relu" and self.options.beta and self.structure.branchable:
             self._start_beta(root)
+        if self.mode == "relu" and self.options.per_disjunct:
+            root = self._per_disjunct(root)
         return root
+
+    def _per_disjunct(self, root: Domains) -> Domains:
+        """The root once per disjunct it leaves open, each copy answerable for that disjunct alone: the rows of
+        the others are +inf (the copy's value is its disjunct's; ``objective.verified`` holds once it is
+        refuted; every later bound keeps the larger of its own and its parent's rows, so they stay +inf).
+        Sound: each disjunct's copies partition the region as the root does, and the region is verified when
+        every copy's tree is (:attr:`BabOptions.per_disjunct`)."""
+        values = self.objective.disjunct_values(root["rows"])[0]
+        open_ = [k for k in range(values.shape[0]) if not bool(values[k] > 0)]
+        if len(open_) <= 1:
+            return root
+        copies = root.repeat(len(open_))
+        for i, k in enumerate(open_):
+            copies["rows"][i, ~self.objective.member[k]] = torch.inf
+        copies["value"] = self.objective.value(copies["rows"])
+        return copies
 
     def _start_beta(self, root: Domains) -> None:
         """Multipliers for the split constraints (:mod:`cfmlir.bab.lagrangian`), all 0 at the root, when the

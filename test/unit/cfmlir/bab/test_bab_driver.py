@@ -209,21 +209,58 @@ def _with_disjuncts(case, disjuncts):
     return VnnlibProperty(case.prop.num_inputs, case.prop.num_outputs, [InputRegion(reg.lb, reg.ub, disjuncts)])
 
 
-def test_disjunct_domains_count_each_open_disjunct_of_a_subdomain(deeppoly):
+@pytest.mark.parametrize("per_disjunct", [False, True])
+def test_disjunct_domains_count_each_open_disjunct_of_a_subdomain(deeppoly, per_disjunct):
     """``stats["disjunct_domains"]`` (alpha-beta-CROWN's unit: a tree per disjunct): a subdomain counts once
-    per disjunct its parent left open.  One disjunct: as many as the subdomains; the same disjunct three
-    times: three times as many; plus a disjunct the root refutes (``y <= -1e9``): one more (the root's)."""
+    per disjunct its parent left open.  One joint tree (``per_disjunct=False``): one disjunct gives as many as
+    the subdomains; the same disjunct three times three times as many; plus a disjunct the root refutes
+    (``y <= -1e9``) one more (the root's).  A tree per disjunct: the same disjunct three times is three trees,
+    each as big as the one disjunct's (the root is bounded once); the refuted disjunct gets no tree."""
     case = random_case(1, margin=0.10, max_depth=2, max_width=12)
     (A, b), = case.prop.regions[0].disjuncts
     runs = {}
     for name, disjuncts in (("one", [(A, b)]), ("thrice", [(A, b)] * 3),
                             ("and refuted", [(A, b), (A[:1], np.full(1, -1e9))])):
         out = run_bab(deeppoly, case.net, _with_disjuncts(case, disjuncts), deadline=time.monotonic() + PER_CASE_S,
-                      options=BabOptions(branching="relu", attack_restarts=0))
+                      options=BabOptions(branching="relu", attack_restarts=0, per_disjunct=per_disjunct))
         assert out.verdict == case.truth == "unsat", (name, out.stopped)
         runs[name] = out.stats
     d = runs["one"]["domains"]
     assert d > 1
     assert runs["one"]["disjunct_domains"] == d
-    assert runs["thrice"]["domains"] == d and runs["thrice"]["disjunct_domains"] == 3 * d
+    if per_disjunct:
+        assert runs["thrice"]["domains"] == 1 + 3 * (d - 1) and runs["thrice"]["disjunct_domains"] == 3 + 3 * (d - 1)
+    else:
+        assert runs["thrice"]["domains"] == d and runs["thrice"]["disjunct_domains"] == 3 * d
     assert runs["and refuted"]["domains"] == d and runs["and refuted"]["disjunct_domains"] == d + 1
+
+
+def test_a_tree_per_disjunct_copies_the_root_once_per_open_disjunct(deeppoly):
+    """The root's copies: one per disjunct it leaves open, each with the other disjuncts' rows at +inf (so
+    its value is its own disjunct's), and the bounds the soundness check sees never carry those +inf rows."""
+    case = random_case(5, margin=0.10, max_depth=2, max_width=12)
+    (A, b), = case.prop.regions[0].disjuncts
+    refuted = (A[:1], np.full(1, -1e9))
+    prop = _with_disjuncts(case, [(A, b), refuted, (A, b + 1e-3)])
+    seen = []
+
+    class Check:
+        unsound = False
+
+        def __call__(self, mnet, lb, ub, layers, region, inside=None):
+            seen.append(max(float(lo.max()) for lo, _ in layers.values()))
+
+    out = run_bab(deeppoly, case.net, prop, deadline=time.monotonic() + PER_CASE_S, check=Check(),
+                  options=BabOptions(branching="relu", attack_restarts=0))
+    assert out.verdict == case.truth == "unsat", out.stopped
+    assert seen and max(seen) < np.inf
+    from cfmlir.bab.driver import _RegionSearch
+
+    search = _RegionSearch(deeppoly, case.net, prop, 0, prop.regions[0], BabOptions(branching="relu", attack_restarts=0),
+                           None, __import__("torch").Generator(), {"domains": 0, "disjunct_domains": 0, "branching": []},
+                           {}, None)
+    root = search._root()
+    rows = root["rows"].numpy()
+    assert rows.shape[0] == 2  # the refuted disjunct gets no copy
+    assert np.isinf(rows[0, 2:]).all() and np.isfinite(rows[0, :1]).all()
+    assert np.isinf(rows[1, :2]).all() and np.isfinite(rows[1, 2:]).all()
