@@ -30,7 +30,8 @@ a tree of its own (a robustness property's 9 ``y_j >= y_true`` are 9 trees of on
 subdomains bounds every disjunct its parent left open (9 rows at once), so ours count once per open disjunct
 (``bab.disjunct_domains_per_second``) and theirs as they are.
 Results go to ``--out`` as JSON with one row per instance and tool.  ``--skip S`` / ``--every K`` / ``--first N`` pick a
-subset of each benchmark's CSV lines.
+subset of each benchmark's CSV lines; ``--only ONNX:VNNLIB,...`` keeps the instances named (e.g. those another run left
+open, to run at the competition's limits).
 """
 
 from __future__ import annotations
@@ -172,7 +173,14 @@ def instance_lines(folder: Path, args) -> list[list[str]]:
     if csv_path is None:
         raise SystemExit(f"error: {folder}: no instances CSV")
     lines = [l.split(",") for l in csv_path.read_text().splitlines() if l.strip() and not l.startswith("#")]
-    return lines[args.skip::args.every][:args.first]
+    lines = lines[args.skip::args.every][:args.first]
+    if getattr(args, "only", None):
+        wanted = [tuple(item.split(":", 1)) for item in args.only.split(",")]
+        if any(len(w) != 2 for w in wanted):
+            raise SystemExit(f"error: --only {args.only}: give ONNX:VNNLIB pairs, comma-separated")
+        lines = [l for l in lines if (Path(l[0]).name, Path(l[1]).name) in
+                 {(Path(o).name, Path(v).name) for o, v in wanted}]
+    return lines
 
 
 def majority(reference: dict | None, benchmark: str, onnx: str, vnnlib: str) -> str | None:
@@ -205,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--skip", type=int, default=0, help="start at this CSV line (0-based)")
     ap.add_argument("--timeout", type=float, default=None, help="cap the CSV's time limits at S seconds")
+    ap.add_argument("--only", default=None,
+                    help="only these instances of the subset: ONNX:VNNLIB file names, comma-separated")
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
     ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly, deeppoly on residual ReLU nets)")

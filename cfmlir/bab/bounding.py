@@ -32,6 +32,7 @@ import torch
 from cfmlir.bab.domains import Domains
 from cfmlir.bab.lagrangian import (beta_key, cut_biases, lagrangian_network, last_layer_index, new_layer_overrides,
                                    project, split_weights)
+from cfmlir.bab.local_rows import ROWS_OF, local_margin_network, to_full
 from cfmlir.bab.warm_params import fields_of, root_columns, warm_store
 
 
@@ -170,23 +171,24 @@ class CertifierBounding:
         # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
         dtype = options["dtype"]
         overrides = {}
+        margins = self._margin_network(domains, a, b)
         if not self.widened:
-            rows_up = torch.full((b - a, self.mnet.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
+            rows_up = torch.full((b - a, margins.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
             overrides[self.structure.last] = BoundOverride(upper=rows_up, replace="upper")
         if has_carried:
             overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
                                                replace=k in replaced) for k in self.structure.carried})
-        net = self.mnet
+        net = margins
         if self.beta_layers and beta_key(self.beta_layers[0]) in domains:
             betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
-            net = self._lagrangian(betas, domains, a, b, overrides, dtype)
+            net = self._lagrangian(betas, domains, a, b, overrides, dtype, margins)
         read_layers = want_layers or check is not None
         params = warm_store(domains, a, b, net.layers[-1].index, self.alpha_cols)
         extra = {} if params is None else {"params": params, "graph": False}
         # a replayed CUDA graph keeps the last layer's bounds only (no store): never where layers are read
         res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides,
                             **{"graph": False if read_layers else None, **extra}, **options)
-        lower = res.lower.to("cpu", torch.float64)
+        lower = self._full_rows(domains, a, b, res.lower.to("cpu", torch.float64))
         layers = None
         if read_layers:
             layers = self._layers(net, res, lower)
@@ -196,25 +198,42 @@ class CertifierBounding:
         return lower, layers
 
 
-    def _lagrangian(self, betas: dict, domains: Domains, a: int, b: int, overrides: dict, dtype=None):
+    def _margin_network(self, domains: Domains, a: int, b: int):
+        """The margin network rows ``a:b`` are bounded on: the region's, or for domains answerable for their
+        own rows only, one with those rows (:mod:`cfmlir.bab.local_rows`)."""
+        if ROWS_OF not in domains:
+            return self.mnet
+        return local_margin_network(self.mnet, domains[ROWS_OF][a:b])
+
+    def _full_rows(self, domains: Domains, a: int, b: int, lower: torch.Tensor) -> torch.Tensor:
+        """``[b - a, R]``: a run's row bounds in the property's rows (``-inf``: a row the domain does not bound)."""
+        if ROWS_OF not in domains:
+            return lower
+        return to_full(lower, domains[ROWS_OF][a:b], self.mnet.layers[-1].size)
+
+    def _lagrangian(self, betas: dict, domains: Domains, a: int, b: int, overrides: dict, dtype=None, margins=None):
         """The Lagrangian network of rows ``a:b`` for the multipliers ``betas`` (:mod:`cfmlir.bab.lagrangian`),
-        its new layers' overrides (in ``dtype``, default the search's) added to ``overrides``."""
+        its new layers' overrides (in ``dtype``, default the search's) added to ``overrides``; ``margins``: the
+        margin network it extends (default the rows' own, :meth:`_margin_network`)."""
+        margins = self._margin_network(domains, a, b) if margins is None else margins
         signs = {k: domains[split_key(k)][a:b] for k in betas}
         # a cut curve neuron's constraint is s (z - t): t its interval's end on the cut's side
         points = {c.pre: torch.where(signs[c.pre] > 0, domains[lo_key(c.pre)][a:b], domains[hi_key(c.pre)][a:b])
                   for c in self.structure.curve_layers if c.pre in signs}
-        net = lagrangian_network(self.mnet, split_weights(betas, signs), cut_biases(betas, signs, points))
-        overrides.update(new_layer_overrides(self.mnet, net, b - a, dtype or self.options["dtype"]))
+        net = lagrangian_network(margins, split_weights(betas, signs), cut_biases(betas, signs, points))
+        overrides.update(new_layer_overrides(margins, net, b - a, dtype or self.options["dtype"]))
         return net
 
     def _layers(self, net, res, lower) -> dict:
-        """The margin network's layer bounds of a run on ``net`` (the margin network or its Lagrangian
-        network, whose rows bound the margins' lower ends on the subdomain)."""
+        """The margin network's layer bounds of a run on ``net`` (the margin network, its Lagrangian network,
+        whose rows bound the margins' lower ends on the subdomain, or one of these for the domains' own rows);
+        ``lower``: the rows' lower bounds in the property's rows."""
         from cfmlir.engine_io import store_layer_bounds
 
         if net is self.mnet:
             return store_layer_bounds(self.cert, self.mnet, res, lower, res.upper.to("cpu", torch.float64))
-        layers = store_layer_bounds(self.cert, net, res, lower, res.upper.to("cpu", torch.float64))
+        local = res.lower.to("cpu", torch.float64)
+        layers = store_layer_bounds(self.cert, net, res, local, res.upper.to("cpu", torch.float64))
         last = self.structure.last
         out = {k: v for k, v in layers.items() if k < last}
         out[last] = (lower, torch.full_like(lower, torch.inf))
@@ -332,7 +351,8 @@ class CertifierBounding:
         with torch.enable_grad() if grad else torch.no_grad():
             res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
                                 **extra, **options)
-        return res, res.lower.to("cpu", torch.float64)
+            lower = self._full_rows(domains, a, b, res.lower.to("cpu", torch.float64))
+        return res, lower
 
     def _best_layers(self, domains: Domains, a: int, b: int, rows) -> dict:
         """The layer bounds the search uses for rows ``a:b``: the carried ones, and ``rows`` for the margins

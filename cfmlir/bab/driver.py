@@ -34,9 +34,12 @@ from cfmlir.bab import attack, branching, exact
 from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
 from cfmlir.bab.domains import DomainPool, Domains, PoolFull
 from cfmlir.bab.lagrangian import beta_key
+from cfmlir.bab.local_rows import localise, own_rows
 from cfmlir.bab.objective import Objective
-from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabOptions, BabOutcome
+from cfmlir.bab.options import (AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabOptions, BabOutcome,
+                                default_memory_bytes)
 from cfmlir.bab.structure import structure_of
+from cfmlir.bab.warm_params import alpha_field
 
 
 #: the first attack may take this share of the time left
@@ -134,7 +137,8 @@ class _RegionSearch:
             root = self._root()
             if root is None:
                 return
-            pool = DomainPool(self.options.memory_bytes)
+            memory = self.options.memory_bytes
+            pool = DomainPool(default_memory_bytes() if memory is None else memory)
             self._keep(pool, root)
             self._rounds(pool)
         finally:
@@ -195,17 +199,19 @@ class _RegionSearch:
     def _per_disjunct(self, root: Domains) -> Domains:
         """The root once per disjunct it leaves open, each copy answerable for that disjunct alone: the rows of
         the others are +inf (the copy's value is its disjunct's; ``objective.verified`` holds once it is
-        refuted; every later bound keeps the larger of its own and its parent's rows, so they stay +inf).
-        Sound: each disjunct's copies partition the region as the root does, and the region is verified when
-        every copy's tree is (:attr:`BabOptions.per_disjunct`)."""
+        refuted; every later bound keeps the larger of its own and its parent's rows, so they stay +inf),
+        and the copy is bounded on its disjunct's rows only (:mod:`cfmlir.bab.local_rows`; its multipliers and
+        parameters keep those rows).  Sound: each disjunct's copies partition the region as the root does,
+        and the region is verified when every copy's tree is (:attr:`BabOptions.per_disjunct`)."""
         values = self.objective.disjunct_values(root["rows"])[0]
         open_ = [k for k in range(values.shape[0]) if not bool(values[k] > 0)]
-        if len(open_) <= 1:
-            return root
         copies = root.repeat(len(open_))
         for i, k in enumerate(open_):
             copies["rows"][i, ~self.objective.member[k]] = torch.inf
         copies["value"] = self.objective.value(copies["rows"])
+        row_fields = [beta_key(k) for k in self.bounding.beta_layers if beta_key(k) in copies]
+        row_fields += [alpha_field(*key) for key in self.bounding.alpha_cols if alpha_field(*key) in copies]
+        localise(copies, own_rows(self.objective.member, open_), row_fields)
         return copies
 
     def _start_beta(self, root: Domains) -> None:

@@ -65,3 +65,18 @@ def test_on_a_gpu_the_tools_own_configuration_with_that_device(tmp_path, monkeyp
     text = bab_compare.abcrown_config("mnistfc", "a.onnx", abcrown, tmp_path, "cuda").read_text()
     assert text.count("device:") == 1 and "general:\n  device: cuda\n" in text
     assert "complete_verifier: bab\n" in text and "pgd_restarts: 100" in text and "root_path" not in text
+
+
+def test_only_keeps_the_named_instances_of_the_subset(tmp_path):
+    import argparse
+
+    (tmp_path / "b_instances.csv").write_text("n1.onnx,p1.vnnlib,60\nn1.onnx,p2.vnnlib,60\nn2.onnx,p1.vnnlib,120\n")
+    args = argparse.Namespace(skip=0, every=1, first=None, only="n2.onnx:p1.vnnlib,n1.onnx:p2.vnnlib")
+    assert bab_compare.instance_lines(tmp_path, args) == [["n1.onnx", "p2.vnnlib", "60"], ["n2.onnx", "p1.vnnlib", "120"]]
+    args.only = "n2.onnx"
+    try:
+        bab_compare.instance_lines(tmp_path, args)
+    except SystemExit as e:
+        assert "ONNX:VNNLIB" in str(e)
+    else:
+        raise AssertionError("a malformed --only was taken")

@@ -69,6 +69,49 @@ def test_pool_pops_the_worst_first_and_the_deepest_when_full():
         small.push(_domains([0.0] * 600, [0] * 600))
 
 
+def test_the_pool_reserves_its_bound_once_and_doubles_where_it_cannot(monkeypatch):
+    from cfmlir.bab import domains as dom
+
+    per = _domains([0.0], [0]).nbytes_per_domain()
+    pool = DomainPool(max_bytes=per * 5000)
+    pool.push(_domains([0.0] * 10, [0] * 10))
+    assert pool.capacity == 5000  # the whole bound at the first push
+    stored = pool.store["value"]
+    pool.push(_domains([1.0] * 3000, [1] * 3000))
+    assert pool.store["value"] is stored and len(pool) == 3010  # never copied to grow
+    real_empty = torch.empty
+
+    def no_big(size, *a, **k):  # a system that refuses the reservation
+        if size[0] > 1024:
+            raise RuntimeError("cannot allocate")
+        return real_empty(size, *a, **k)
+
+    monkeypatch.setattr(dom.torch, "empty", no_big)
+    small = DomainPool(max_bytes=per * 5000)
+    small.push(_domains([0.0] * 10, [0] * 10))
+    assert small.capacity == 1024  # doubling from the initial capacity
+    monkeypatch.setattr(dom.torch, "empty", real_empty)
+    small.push(_domains([float(v) for v in range(1500)], [0] * 1500))
+    assert small.capacity == 2048 and len(small) == 1510
+    assert sorted(small.pop(3)["value"].tolist()) == [0.0, 0.0, 0.0]
+
+
+def test_the_pools_default_bound_is_a_share_of_the_available_memory(monkeypatch):
+    from cfmlir.bab import options
+
+    pages = {"SC_AVPHYS_PAGES": 5 * 2 ** 20, "SC_PAGE_SIZE": 4096}  # 20 GiB available
+    monkeypatch.setattr(options.os, "sysconf", lambda name: pages[name])
+    assert options.default_memory_bytes() == 5 * 2 ** 30
+    pages["SC_AVPHYS_PAGES"] = 2 ** 10  # 4 MiB available: the floor
+    assert options.default_memory_bytes() == options.MIN_POOL_BYTES
+
+    def unreadable(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(options.os, "sysconf", unreadable)
+    assert options.default_memory_bytes() == options.MIN_POOL_BYTES
+
+
 def test_relu_children_cover_the_parent():
     net = mlp([3, 5, 4, 2], seed=1)
     mnet = net.with_margin_layer(torch.eye(2, dtype=torch.float64))
