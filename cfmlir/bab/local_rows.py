@@ -28,10 +28,6 @@ from cfruntime.network.graph import Layer, Network, _copy_layer
 ROWS_OF = "rows_of"
 
 
-def has_local_rows(domains) -> bool:
-    return ROWS_OF in domains
-
-
 def local_margin_network(mnet: Network, rows_of: torch.Tensor) -> Network:
     """``mnet`` with its last (margin) layer's rows ``rows_of[p]`` for domain ``p``: a batched affine layer
     ``[P, r, n]`` at the same index (``rows_of`` ``[P, r]``); every other layer shared."""
