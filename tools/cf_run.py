@@ -337,7 +337,9 @@ def _results_on_error(args, e: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from cfmlir.tools.deadline import process_start
+    from cfruntime.allocator import keep_freed_memory
 
+    keep_freed_memory()  # the engine's temporaries reused, not page-faulted in again (cfruntime.allocator)
     # --timeout counts from the process's start on the command line (as VNN-COMP measures), from this call
     # when called with arguments (in a process that may be running for long)
     start = process_start() if argv is None else time.monotonic()

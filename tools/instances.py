@@ -205,8 +205,11 @@ def _own_group() -> None:
 def _worker_entry(main, conn, args) -> None:
     """The worker process's first function: it dies with its parent, leads its own process group, then runs
     ``main(conn, args)`` (:func:`_worker_main`)."""
+    from cfruntime.allocator import keep_freed_memory
+
     _die_with_parent()
     _own_group()
+    keep_freed_memory()  # the engine's temporaries reused, not page-faulted in again (cfruntime.allocator)
     main(conn, args)
 
 
@@ -624,6 +627,17 @@ def _ray_worker_key(args, cwd: str) -> str:
     return repr((sorted((k, repr(v)) for k, v in vars(args).items()), cwd))
 
 
+def share_memory_among_cpus() -> None:
+    """Tell this process's analysis processes (they inherit the environment) that one search per CPU may run on
+    this machine (Ray's tasks, one per CPU), so each search's pool takes its share of the memory
+    (:func:`cfmlir.bab.options.default_memory_bytes`); a count set by the user is kept."""
+    import os
+
+    from cfmlir.bab.options import CONCURRENT_SEARCHES_ENV
+
+    os.environ.setdefault(CONCURRENT_SEARCHES_ENV, str(os.cpu_count() or 1))
+
+
 def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
     """One instance as a Ray task (:mod:`cfmlir.distributed`): ``(Outcome, start-up seconds)``.  The
     instance runs in this Ray worker's own analysis process (:class:`Worker`, started at its first
@@ -637,6 +651,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
 
     if os.path.isdir(cwd) and os.getcwd() != cwd:
         os.chdir(cwd)  # before a Worker is spawned: it inherits the directory
+    share_memory_among_cpus()  # so does its environment: one instance per CPU here, each with a search's pool
     key, worker = _RAY_WORKER
     if worker is not None and (key != _ray_worker_key(args, cwd) or not worker.alive):
         worker.close()

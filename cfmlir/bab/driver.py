@@ -12,8 +12,9 @@ Algorithm, for each input region of the property (until one is ``sat`` or the ti
    (:mod:`cfmlir.bab.bounding`), starting from their parent's bounds; a child's row bounds are the better
    of its own and its parent's (both hold on it).  A child is dropped when verified or empty (a carried
    neuron with ``lo > hi``), decided exactly when no ReLU of it is unstable and the network is piecewise
-   linear (:mod:`cfmlir.bab.exact`), else pooled.  The worst children are attacked (input boxes: their
-   centres are evaluated; ReLU subdomains: PGD pulled into the subdomain).
+   linear (:mod:`cfmlir.bab.exact`), else pooled.  The worst children are attacked every few rounds (PGD in
+   the child's input box, pulled into a ReLU subdomain by a penalty), and every input box's centre is
+   evaluated.
 4. The region is ``unsat`` when the pool empties with nothing undecided; a deadline, the domain limit, the
    memory bound, an undecidable leaf or unsound bounds (the check) end the search ``unknown``.
 
@@ -460,14 +461,17 @@ class _RegionSearch:
             if bool((v <= 0).any()):
                 self._confirm_points(centres, v)
         o = self.options
-        if o.round_attack <= 0 or "lb" in kids or self.stats["rounds"] % o.attack_every:
+        boxes = "lb" in kids
+        count = o.input_attack if boxes else o.round_attack
+        if count <= 0 or (not boxes and self.stats["rounds"] % o.attack_every):
             return
-        worst = torch.topk(-kids["value"], min(o.round_attack, len(kids))).indices
+        worst = torch.topk(-kids["value"], min(count, len(kids))).indices
         some = kids.select(worst)
         lb, ub = self.bounding._boxes(some)
         rows = torch.arange(len(some)).repeat(2)  # two restarts per domain
+        # an input box is its own subdomain; a ReLU subdomain's points are pulled into it by a penalty
+        penalty = None if boxes else attack.split_penalty(self.structure, some, rows)
         x, v = attack.pgd(self.net, self.objective, lb, ub, restarts=2, steps=max(10, o.attack_steps // 5),
-                          generator=self.gen, penalty=attack.split_penalty(self.structure, some, rows),
-                          deadline=self.deadline)
+                          generator=self.gen, penalty=penalty, deadline=self.deadline)
         if bool((v <= 0).any()):
             self._confirm_points(x, v)

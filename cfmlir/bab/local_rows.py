@@ -30,7 +30,8 @@ ROWS_OF = "rows_of"
 
 def local_margin_network(mnet: Network, rows_of: torch.Tensor) -> Network:
     """``mnet`` with its last (margin) layer's rows ``rows_of[p]`` for domain ``p``: a batched affine layer
-    ``[P, r, n]`` at the same index (``rows_of`` ``[P, r]``); every other layer shared."""
+    ``[P, r, n]`` at the same index (``rows_of`` ``[P, r]``); every other layer a shallow copy (its tensors
+    shared).  Cheap enough to build per run (0.3 ms on mnistfc 256x6, 64 domains), so nothing caches it."""
     last = mnet.layers[-1]
     if last.kind != "affine" or last.batched:
         raise ValueError(f"the margin network's last layer ({last.kind}) is not a shared affine layer")

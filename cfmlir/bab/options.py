@@ -15,18 +15,32 @@ AUTO_MAX_FREE_INPUTS = 16
 POOL_MEMORY_SHARE = 0.25
 #: ... and at least this many bytes (also the bound where the available memory cannot be read)
 MIN_POOL_BYTES = 1 << 30
+#: the environment variable a parallel run sets in each analysis process: how many searches may run at once on
+#: this machine, which share the pools' memory (``cf-run --ray``: one instance per CPU); absent: 1
+CONCURRENT_SEARCHES_ENV = "CFMLIR_CONCURRENT_SEARCHES"
 
 
 def default_memory_bytes() -> int:
     """The pool's memory bound when none is given: :data:`POOL_MEMORY_SHARE` of the memory available now,
-    at least :data:`MIN_POOL_BYTES`.  A fixed 1 GiB stopped mnistfc 256x6 prop_10_0.05 after 53,000 subdomains
-    in 92 s of its 300 (about 35 kB a subdomain: six layers' float64 bounds, multipliers, slopes) on a machine
-    with 21 GiB free, where alpha-beta-CROWN went on to 173,000."""
+    divided among the searches that may run at once (:func:`concurrent_searches`), at least
+    :data:`MIN_POOL_BYTES`.  A fixed 1 GiB stopped mnistfc 256x6 prop_10_0.05 after 53,000 subdomains in 92 s
+    of its 300 (about 35 kB a subdomain: six layers' float64 bounds, multipliers, slopes) on a machine with
+    21 GiB free, where alpha-beta-CROWN went on to 173,000.  Searches started together each see the same
+    available memory (a pool's reservation is only virtual until used), hence the division."""
     try:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         return MIN_POOL_BYTES
-    return max(MIN_POOL_BYTES, int(POOL_MEMORY_SHARE * available))
+    return max(MIN_POOL_BYTES, int(POOL_MEMORY_SHARE * available / concurrent_searches()))
+
+
+def concurrent_searches() -> int:
+    """How many searches may run at once on this machine: :data:`CONCURRENT_SEARCHES_ENV`, else 1 (a value
+    that is not a positive integer counts as 1)."""
+    try:
+        return max(1, int(os.environ.get(CONCURRENT_SEARCHES_ENV, "1")))
+    except ValueError:
+        return 1
 
 
 @dataclass
@@ -40,9 +54,9 @@ class BabOptions:
     those with none, where it is exact; None: every domain of a network whose LP is small -- at most
     :data:`SMALL_LP` inputs and ReLU neurons --, else :data:`LP_UNSTABLE`); the attack's
     ``attack_restarts`` x ``attack_steps`` (the first attack) and, every ``attack_every`` rounds of ReLU
-    branching, ``round_attack`` of the worst children attacked (input branching evaluates every child's
-    centre instead); ``memory_bytes``: the pool's memory bound (past half of it: depth-first; None: a quarter
-    of the memory available when the search starts, :func:`default_memory_bytes`);
+    branching, ``round_attack`` of the worst children attacked (input branching: ``input_attack`` boxes every
+    round, and every child's centre evaluated); ``memory_bytes``: the pool's memory bound (past half of it: depth-first; None: a quarter
+    of the memory available when the search starts, shared by the searches run at once, :func:`default_memory_bytes`);
     ``max_domains``: stop ``unknown`` after this many bounded domains (None: only the time limit);
     ``optimize`` (a :class:`cfmlir.optimize.OptimizeOptions`, or None): for a certifier with parameters
     (``alpha_deeppoly``), the root's parameters are optimised for its rows (alpha-CROWN at the root), so
@@ -69,6 +83,10 @@ class BabOptions:
     attack_steps: int = 50
     round_attack: int = 8
     attack_every: int = 4
+    #: input branching: this many of the worst child boxes attacked every round (an input net's forward pass
+    #: is cheap; ACAS Xu prop_2 on nets 1_3/1_5/5_3: 8 boxes every 4 rounds found no counterexample in 60 s,
+    #: 64 every round found each in 0.6-2.3 s); 0: the boxes' centres only
+    input_attack: int = 64
     memory_bytes: int | None = None
     max_domains: int | None = None
     optimize: object = None

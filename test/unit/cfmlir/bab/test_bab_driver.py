@@ -264,3 +264,26 @@ def test_a_tree_per_disjunct_copies_the_root_once_per_open_disjunct(deeppoly):
     assert rows.shape[0] == 2  # the refuted disjunct gets no copy
     assert np.isinf(rows[0, 2:]).all() and np.isfinite(rows[0, :1]).all()
     assert np.isinf(rows[1, :2]).all() and np.isfinite(rows[1, 2:]).all()
+
+
+def test_input_branching_attacks_its_worst_boxes(deeppoly):
+    """Counterexamples in a small ball (ACAS Xu's ``prop_2`` on nets 1_3, 1_5, 5_3: the first attack misses
+    them): ``y = 1 - 2^10 sum_i |x_i - c_i|`` on ``[0, 1]^5``, unsafe where ``y >= 0.5`` (an L1 ball of radius
+    2^-11 around ``c``).  With PGD on the worst child boxes every few rounds the search finds one before its
+    2000-subdomain limit; with the boxes' centres alone (``input_attack=0``) it does not."""
+    from cfruntime.network import network_from_model
+    from cfruntime.network.builders import mlp_model
+    from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty
+
+    n = 5
+    c = np.float32([0.3141592, 0.2718281, 0.6180339, 0.1414213, 0.5772156])
+    ws = [np.concatenate([np.eye(n), -np.eye(n)]).astype(np.float32), np.full((1, 2 * n), -2.0 ** 10, np.float32)]
+    bs = [np.concatenate([-c, c]).astype(np.float32), np.array([1.0], np.float32)]
+    net = network_from_model(mlp_model(ws, bs, activations="relu", input_shape=(n,)))
+    prop = VnnlibProperty(n, 1, [InputRegion(np.zeros(n), np.ones(n), [(np.array([[-1.0]]), np.array([-0.5]))])])
+    found = run_bab(deeppoly, net, prop, options=BabOptions(branching="input", attack_restarts=0, lp_unstable=0,
+                                                            max_domains=2000))
+    assert found.verdict == "sat" and abs(found.counterexample.x - c).sum() <= 2.0 ** -11 + 1e-9
+    centres = run_bab(deeppoly, net, prop, options=BabOptions(branching="input", attack_restarts=0, lp_unstable=0,
+                                                              max_domains=2000, input_attack=0))
+    assert (centres.verdict, centres.stopped) == ("unknown", "domain limit")

@@ -112,6 +112,29 @@ def test_the_pools_default_bound_is_a_share_of_the_available_memory(monkeypatch)
     assert options.default_memory_bytes() == options.MIN_POOL_BYTES
 
 
+def test_searches_that_run_at_once_share_the_pools_memory(monkeypatch):
+    """Ray's one instance per CPU: each analysis process inherits the count and its pool takes its share of
+    the memory (the searches started together see the same available memory)."""
+    from cfmlir.bab import options
+    from cfmlir.tools.instances import share_memory_among_cpus
+
+    pages = {"SC_AVPHYS_PAGES": 5 * 2 ** 20, "SC_PAGE_SIZE": 4096}  # 20 GiB available
+    monkeypatch.setattr(options.os, "sysconf", lambda name: pages[name])
+    monkeypatch.delenv(options.CONCURRENT_SEARCHES_ENV, raising=False)
+    assert options.default_memory_bytes() == 5 * 2 ** 30
+    monkeypatch.setattr(options.os, "cpu_count", lambda: 4)
+    share_memory_among_cpus()
+    assert options.os.environ[options.CONCURRENT_SEARCHES_ENV] == "4"
+    assert options.default_memory_bytes() == 5 * 2 ** 28  # a quarter of the 5 GiB
+    monkeypatch.setenv(options.CONCURRENT_SEARCHES_ENV, "16")  # the user's count is kept ...
+    share_memory_among_cpus()
+    assert options.os.environ[options.CONCURRENT_SEARCHES_ENV] == "16"
+    assert options.default_memory_bytes() == options.MIN_POOL_BYTES  # ... down to the floor
+    for bad in ("x", "0", "-3"):
+        monkeypatch.setenv(options.CONCURRENT_SEARCHES_ENV, bad)
+        assert options.concurrent_searches() == 1
+
+
 def test_relu_children_cover_the_parent():
     net = mlp([3, 5, 4, 2], seed=1)
     mnet = net.with_margin_layer(torch.eye(2, dtype=torch.float64))
