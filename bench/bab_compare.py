@@ -29,7 +29,8 @@ and per disjunct (``disjunct_domains_per_second``): alpha-beta-CROWN searches ea
 a tree of its own (a robustness property's 9 ``y_j >= y_true`` are 9 trees of one row each), where one of our
 subdomains bounds every disjunct its parent left open (9 rows at once), so ours count once per open disjunct
 (``bab.disjunct_domains_per_second``) and theirs as they are.
-Results go to ``--out`` as JSON with one row per instance and tool.  ``--skip S`` / ``--every K`` / ``--first N`` pick a
+Results go to ``--out`` as JSON with one row per instance and tool, written again after every instance (a
+benchmark's ``"complete": false`` until its last instance: a run stopped early keeps what it measured).  ``--skip S`` / ``--every K`` / ``--first N`` pick a
 subset of each benchmark's CSV lines; ``--only ONNX:VNNLIB,...`` keeps the instances named (e.g. those another run left
 open, to run at the competition's limits).
 """
@@ -205,6 +206,11 @@ def summarise(rows: list[dict], tool: str) -> dict:
             "disjunct_domains_per_second": sum(per_disjunct) / len(per_disjunct) if per_disjunct else None}
 
 
+def _save(out, report) -> None:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(report, indent=1) + "\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("benchmarks_dir")
@@ -254,18 +260,21 @@ def main(argv=None) -> int:
                 if config is not None:
                     row["abcrown"] = run_abcrown(onnx_p, vnnlib_p, limit, tmp, abcrown, config, args.abcrown_python)
                 rows.append(row)
+                # after every instance: a run stopped early keeps what it measured ("complete": false)
+                report["benchmarks"][bench] = {"summary": {t: summarise(rows, t) for t in tools}, "rows": rows,
+                                               "complete": False}
+                _save(args.out, report)
                 print(f"  {onnx} {vnnlib}: " + ", ".join(f"{t} {row[t]['verdict']} {row[t]['wall_s']:.1f}s"
                                                          for t in tools if t in row)
                       + (f" (official {row['official']})" if row["official"] else ""), flush=True)
             summary = {t: summarise(rows, t) for t in tools}
-            report["benchmarks"][bench] = {"summary": summary, "rows": rows}
+            report["benchmarks"][bench] = {"summary": summary, "rows": rows, "complete": True}
             for t, s in summary.items():
                 fmt = lambda v, p=1: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
                 print(f"{bench:16} {t:8} {s['instances']:>4} {s['unsat']:>5} {s['sat']:>4} {s['decided']:>7} "
                       f"{s['wrong']:>5} {fmt(s['wall_s_per_decided']):>10} {fmt(s['cpu_s_per_decided']):>9} "
                       f"{fmt(s['domains_per_second'], 0):>8} {fmt(s['disjunct_domains_per_second'], 0):>10}", flush=True)
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+            _save(args.out, report)
     return 1 if any(s["wrong"] for b in report["benchmarks"].values() for t, s in b["summary"].items() if t == "ours") else 0
 
 

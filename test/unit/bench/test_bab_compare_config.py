@@ -80,3 +80,34 @@ def test_only_keeps_the_named_instances_of_the_subset(tmp_path):
         assert "ONNX:VNNLIB" in str(e)
     else:
         raise AssertionError("a malformed --only was taken")
+
+
+def test_every_instance_is_saved_as_it_ends(tmp_path, monkeypatch):
+    """The JSON is written after every instance: a run stopped in its second instance keeps the first
+    (``"complete": false``); a finished benchmark says ``"complete": true``."""
+    import json
+
+    import pytest
+
+    bench = tmp_path / "b"
+    bench.mkdir()
+    (bench / "b_instances.csv").write_text("n1.onnx,p1.vnnlib,60\nn2.onnx,p2.vnnlib,60\n")
+    out = tmp_path / "r.json"
+    calls = []
+
+    def ours(onnx, vnnlib, limit, tmp, certifier, extra=()):
+        calls.append(onnx.name)
+        if onnx.name == "n2.onnx" and len(calls) == 2:
+            raise KeyboardInterrupt  # the run stopped during the second instance
+        return {"verdict": "unsat", "wall_s": 1.0, "cpu_s": 1.0}
+
+    monkeypatch.setattr(bab_compare, "run_ours", ours)
+    argv = [str(tmp_path), "--benchmarks", "b", "--tools", "ours", "--out", str(out)]
+    with pytest.raises(KeyboardInterrupt):
+        bab_compare.main(argv)
+    saved = json.loads(out.read_text())["benchmarks"]["b"]
+    assert saved["complete"] is False and [r["onnx"] for r in saved["rows"]] == ["n1.onnx"]
+    assert saved["summary"]["ours"]["decided"] == 1
+    assert bab_compare.main(argv) == 0
+    saved = json.loads(out.read_text())["benchmarks"]["b"]
+    assert saved["complete"] is True and [r["onnx"] for r in saved["rows"]] == ["n1.onnx", "n2.onnx"]
