@@ -10,7 +10,9 @@ with this (ACAS Xu 1_1 ``prop_6``, branch and bound on input boxes, 2-core CPU).
 Algorithm: ``mallopt(M_MMAP_THRESHOLD, 1 GiB)`` (chunks below it come from the heap) and
 ``mallopt(M_TRIM_THRESHOLD, 2^31 - 1)`` (the heap's free top is kept), once per process; the process then
 holds its peak heap until it exits, which an analysis process (``cf-run``, its workers) may.  Nothing
-happens where the C library has no ``mallopt`` (not glibc): the defaults stay.
+happens where the C library has no ``mallopt`` (not glibc): the defaults stay.  ``bench/peer_compare.py
+--malloc fixed`` sets the same two thresholds for both tools by glibc's environment variables; the library
+API (``cfmlir.certify``, ``verify_property``) leaves the process's allocator as it is.
 """
 
 from __future__ import annotations
