@@ -43,8 +43,8 @@ def test_kept_memory_stops_the_page_faults_of_repeated_temporaries():
     out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, check=True).stdout.split()
     default, kept, after, again = (int(v) for v in out)
     # glibc's defaults: the heap's top given back and faulted in again -- 8192 faults in 4 of 6 runs, 0 in the
-    # other 2 (its adaptive thresholds depend on what the process did before), so ``default`` is not asserted
-    assert default >= 0
+    # other 2 (its adaptive thresholds depend on what the process did before), so ``default`` is only shown
+    print("page faults by default:", default)
     assert kept == 1 and again == 1  # mallopt took both settings; a second call says so without redoing it
     assert after < 100  # the same temporaries reuse the kept memory (0 seen here)
 
