@@ -354,6 +354,62 @@ class CertifierBounding:
             lower = self._full_rows(domains, a, b, res.lower.to("cpu", torch.float64))
         return res, lower
 
+    def input_slopes(self, domains: Domains):
+        """EXPERIMENT: ``(rows [P, R], d rows / d lb [P, R, n0], d rows / d ub [P, R, n0])`` of a replace run."""
+        from cfruntime.flow.engine import run_certifier
+        from cfruntime.flow.overrides import BoundOverride
+
+        lb0, ub0 = self._boxes(domains)
+        outs = []
+        for a in range(0, len(domains), self.batch_size):
+            b = min(a + self.batch_size, len(domains))
+            lb = lb0[a:b].clone().requires_grad_(True)
+            ub = ub0[a:b].clone().requires_grad_(True)
+            overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
+                         for k in self.structure.carried}
+            with torch.enable_grad():
+                res = run_certifier(self.cert, self.mnet, lb, ub, bound_overrides=overrides,
+                                    graph=False, **self.options)
+                lower = res.lower
+                gl, gu = [], []
+                for r in range(lower.shape[1]):
+                    x, y = torch.autograd.grad(lower[:, r].sum(), (lb, ub), retain_graph=r + 1 < lower.shape[1])
+                    gl.append(x), gu.append(y)
+            outs.append((lower.detach().to(torch.float64), torch.stack(gl, 1), torch.stack(gu, 1)))
+        return tuple(torch.cat([o[i] for o in outs]) for i in range(3))
+
+    def input_coefficients(self, domains: Domains) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(rows [P, R], coeff [P, R, n0])``: each domain's row bounds with its carried layers' bounds held
+        fixed (a ``"replace"`` run) and the gradient of each row's bound with respect to the box, ``d/d lb +
+        d/d ub`` -- the input coefficients of the row's linear bound where the certifier concretises one over
+        the box (:mod:`cfmlir.bab.clipping`, which trusts them for nothing: neither is kept as a bound).  The
+        domains answer for every row (no local rows).  One backward pass per row."""
+        from cfruntime.flow.engine import run_certifier
+        from cfruntime.flow.overrides import BoundOverride
+
+        lb0, ub0 = self._boxes(domains)
+        rows_out, coeff_out = [], []
+        for a in range(0, len(domains), self.batch_size):
+            b = min(a + self.batch_size, len(domains))
+            lb, ub = lb0[a:b].clone().requires_grad_(True), ub0[a:b].clone().requires_grad_(True)
+            overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
+                         for k in self.structure.carried}
+            params = warm_store(domains, a, b, self.mnet.layers[-1].index, self.alpha_cols)
+            extra = {} if params is None else {"params": params}
+            with torch.enable_grad():
+                res = run_certifier(self.cert, self.mnet, lb, ub, bound_overrides=overrides,
+                                    graph=False, **extra, **self.options)
+                lower = res.lower
+                grads = []
+                for r in range(lower.shape[1]):
+                    g_lb, g_ub = torch.autograd.grad(lower[:, r].sum(), (lb, ub), retain_graph=r + 1 < lower.shape[1],
+                                                     allow_unused=True)
+                    grads.append(sum(torch.zeros_like(lb) if g is None else g for g in (g_lb, g_ub)))
+            self.rows_bounded += b - a
+            rows_out.append(lower.detach().to("cpu", torch.float64))
+            coeff_out.append(torch.stack(grads, 1).to("cpu", torch.float64))
+        return torch.cat(rows_out), torch.cat(coeff_out)
+
     def _best_layers(self, domains: Domains, a: int, b: int, rows) -> dict:
         """The layer bounds the search uses for rows ``a:b``: the carried ones, and ``rows`` for the margins
         (the layers in between are not used by the search, so not checked)."""

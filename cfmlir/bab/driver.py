@@ -31,7 +31,7 @@ import time
 import numpy as np
 import torch
 
-from cfmlir.bab import attack, branching, exact
+from cfmlir.bab import attack, branching, clipping, exact
 from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
 from cfmlir.bab.domains import DomainPool, Domains, PoolFull
 from cfmlir.bab.lagrangian import beta_key
@@ -406,9 +406,9 @@ class _RegionSearch:
     def _branch_input(self, batch: Domains) -> Domains:
         o, p = self.options, len(batch)
         targets = self.objective.target_rows(batch["rows"])
-        scores = branching.input_scores(self.net, self.objective, batch, targets)
+        scores = branching.input_scores(self.net, self.objective, batch, targets, o.input_split)
         free = int((batch["ub"] > batch["lb"]).sum(1).min())
-        k = max(1, min(o.candidates, free)) if o.heuristic == "fsb" else 1
+        k = max(1, min(o.input_candidates, free)) if o.heuristic == "fsb" else 1
         top = scores.topk(k, dim=1)
         cands = Domains.cat([branching.input_children(batch, top.indices[:, j]) for j in range(k)])
         self._bound_into(cands, "tighten", parent_rows=batch["rows"].repeat(2 * k, 1))
@@ -417,7 +417,31 @@ class _RegionSearch:
             values[cands["empty"]] = torch.inf  # an empty half is as good as verified
             best = branching.pick_best_candidates(values, p, k)
             cands = branching.gather_candidate_children(cands, best, p, k)
+        if o.clip:
+            self._clip(cands)
         return cands
+
+    def _clip(self, kids: Domains) -> None:
+        """Each open child box clipped to where its linear bounds allow a counterexample, every side cut off
+        verified by bounding its slab (:mod:`cfmlir.bab.clipping`)."""
+        open_ = ~self.objective.verified(kids["rows"]) & ~kids["empty"]
+        idx = torch.nonzero(open_).reshape(-1)
+        if not idx.numel():
+            return
+        part = kids.select(idx)
+        rows, coeff = self.bounding.input_coefficients(part)
+        lb, ub = part["lb"], part["ub"]
+        new_lb, new_ub = clipping.clip_boxes(lb, ub, rows - self.objective.b, coeff, self.objective.groups)
+        owner, dim, upper, s_lb, s_ub = clipping.slabs(lb, ub, new_lb, new_ub)
+        if not owner.numel():
+            return
+        slab = part.select(owner)
+        slab["lb"], slab["ub"] = s_lb, s_ub
+        bounds = self.bounding.bound(slab, "replace")
+        self._stop_if_unsound()
+        verified = self.objective.verified(bounds.rows)
+        self.stats["clipped_sides"] = self.stats.get("clipped_sides", 0) + int(verified.sum())
+        kids["lb"][idx], kids["ub"][idx] = clipping.confirmed(lb, ub, new_lb, new_ub, owner, dim, upper, verified)
 
     def _score_dtype(self):
         """The precision FSB's candidates are scored in, when it is not the search's and the chosen children's

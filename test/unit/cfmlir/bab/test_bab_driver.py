@@ -281,9 +281,10 @@ def test_input_branching_attacks_its_worst_boxes(deeppoly):
     bs = [np.concatenate([-c, c]).astype(np.float32), np.array([1.0], np.float32)]
     net = network_from_model(mlp_model(ws, bs, activations="relu", input_shape=(n,)))
     prop = VnnlibProperty(n, 1, [InputRegion(np.zeros(n), np.ones(n), [(np.array([[-1.0]]), np.array([-0.5]))])])
+    # without clipping, which shrinks the boxes onto the ball until a centre lies in it
     found = run_bab(deeppoly, net, prop, options=BabOptions(branching="input", attack_restarts=0, lp_unstable=0,
-                                                            max_domains=2000))
+                                                            max_domains=2000, clip=False))
     assert found.verdict == "sat" and abs(found.counterexample.x - c).sum() <= 2.0 ** -11 + 1e-9
     centres = run_bab(deeppoly, net, prop, options=BabOptions(branching="input", attack_restarts=0, lp_unstable=0,
-                                                              max_domains=2000, input_attack=0))
+                                                              max_domains=2000, input_attack=0, clip=False))
     assert (centres.verdict, centres.stopped) == ("unknown", "domain limit")
