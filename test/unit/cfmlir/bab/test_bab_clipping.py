@@ -127,3 +127,31 @@ def test_lying_coefficients_cannot_cut_off_a_counterexample(deeppoly, seed, monk
     out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 120,
                   options=BabOptions(branching="input", attack_restarts=0, input_attack=0))
     assert out.verdict == "sat", (out.stopped, out.stats)
+
+
+def test_the_soundness_check_sees_every_slab(deeppoly, monkeypatch):
+    """Every slab a clip cuts off is bounded in a batch the soundness check (``cf-run --check``) sees: a
+    side is clipped only on a checked bound."""
+    seen, cut = [], []
+    real = clipping.slabs
+
+    def recording(*args):
+        out = real(*args)
+        cut.append(torch.cat([out[3], out[4]], 1))
+        return out
+
+    monkeypatch.setattr(clipping, "slabs", recording)
+
+    class Check:
+        unsound = False
+
+        def __call__(self, mnet, lb, ub, layers, region, inside=None):
+            seen.append(torch.cat([lb, ub], 1))
+
+    case = random_case(3, margin=0.05, max_depth=2)
+    out = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 120, check=Check(),
+                  options=BabOptions(branching="input", attack_restarts=0))
+    assert out.verdict == case.truth == "unsat" and out.stats.get("clipped_sides", 0) > 0
+    checked = {tuple(r.tolist()) for r in torch.cat(seen)}
+    slabs_cut = [tuple(r.tolist()) for r in torch.cat(cut)]
+    assert slabs_cut and all(s in checked for s in slabs_cut)
