@@ -343,10 +343,8 @@ class CertifierBounding:
         """One run of the Lagrangian network of rows ``a:b`` with ``options`` (its dtype may differ from the
         search's); ``(result, rows' lower bounds in float64)``."""
         from cfruntime.flow.engine import run_certifier
-        from cfruntime.flow.overrides import BoundOverride
 
-        overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
-                     for k in self.structure.carried}
+        overrides = self._replaced(domains, a, b)
         net = self._lagrangian(betas, domains, a, b, overrides, options["dtype"])
         with torch.enable_grad() if grad else torch.no_grad():
             res = run_certifier(self.cert, net, lb[a:b], ub[a:b], bound_overrides=overrides, graph=False,
@@ -354,29 +352,12 @@ class CertifierBounding:
             lower = self._full_rows(domains, a, b, res.lower.to("cpu", torch.float64))
         return res, lower
 
-    def input_slopes(self, domains: Domains):
-        """EXPERIMENT: ``(rows [P, R], d rows / d lb [P, R, n0], d rows / d ub [P, R, n0])`` of a replace run."""
-        from cfruntime.flow.engine import run_certifier
+    def _replaced(self, domains: Domains, a: int, b: int) -> dict:
+        """Overrides replacing every carried layer's bounds of rows ``a:b`` by the domains' own."""
         from cfruntime.flow.overrides import BoundOverride
 
-        lb0, ub0 = self._boxes(domains)
-        outs = []
-        for a in range(0, len(domains), self.batch_size):
-            b = min(a + self.batch_size, len(domains))
-            lb = lb0[a:b].clone().requires_grad_(True)
-            ub = ub0[a:b].clone().requires_grad_(True)
-            overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
-                         for k in self.structure.carried}
-            with torch.enable_grad():
-                res = run_certifier(self.cert, self.mnet, lb, ub, bound_overrides=overrides,
-                                    graph=False, **self.options)
-                lower = res.lower
-                gl, gu = [], []
-                for r in range(lower.shape[1]):
-                    x, y = torch.autograd.grad(lower[:, r].sum(), (lb, ub), retain_graph=r + 1 < lower.shape[1])
-                    gl.append(x), gu.append(y)
-            outs.append((lower.detach().to(torch.float64), torch.stack(gl, 1), torch.stack(gu, 1)))
-        return tuple(torch.cat([o[i] for o in outs]) for i in range(3))
+        return {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
+                for k in self.structure.carried}
 
     def input_coefficients(self, domains: Domains) -> tuple[torch.Tensor, torch.Tensor]:
         """``(rows [P, R], coeff [P, R, n0])``: each domain's row bounds with its carried layers' bounds held
@@ -385,15 +366,13 @@ class CertifierBounding:
         the box (:mod:`cfmlir.bab.clipping`, which trusts them for nothing: neither is kept as a bound).  The
         domains answer for every row (no local rows).  One backward pass per row."""
         from cfruntime.flow.engine import run_certifier
-        from cfruntime.flow.overrides import BoundOverride
 
         lb0, ub0 = self._boxes(domains)
         rows_out, coeff_out = [], []
         for a in range(0, len(domains), self.batch_size):
             b = min(a + self.batch_size, len(domains))
             lb, ub = lb0[a:b].clone().requires_grad_(True), ub0[a:b].clone().requires_grad_(True)
-            overrides = {k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b], replace=True)
-                         for k in self.structure.carried}
+            overrides = self._replaced(domains, a, b)
             params = warm_store(domains, a, b, self.mnet.layers[-1].index, self.alpha_cols)
             extra = {} if params is None else {"params": params}
             with torch.enable_grad():
