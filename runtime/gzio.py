@@ -16,6 +16,9 @@ from pathlib import Path
 GZIP_MAGIC = b"\x1f\x8b"
 #: refuse to inflate more than this (a gzip bomb, or a wrong file, must not exhaust memory)
 MAX_INFLATED_BYTES = 16 << 30
+#: inflate this many bytes at a time (a single ``read(MAX_INFLATED_BYTES + 1)`` reserves 16 GiB of address
+#: space, which a process under a data limit, :mod:`cfruntime.memory_limit`, is refused)
+CHUNK_BYTES = 64 << 20
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -31,13 +34,27 @@ def read_bytes(path: str | Path) -> bytes:
     if not data.startswith(GZIP_MAGIC):
         return data
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as g:
-            out = g.read(MAX_INFLATED_BYTES + 1)
+        return _inflate(data)
+    except _TooLarge as e:
+        raise OSError(str(e)) from None
     except (OSError, EOFError, zlib.error) as e:
         raise OSError(f"corrupt gzip data ({type(e).__name__}: {' '.join(str(e).split()) or 'truncated'})") from None
-    if len(out) > MAX_INFLATED_BYTES:
-        raise OSError(f"gzip data inflates to more than {MAX_INFLATED_BYTES >> 30} GiB")
-    return out
+
+
+def _inflate(data: bytes) -> bytes:
+    """``data`` decompressed, :data:`CHUNK_BYTES` at a time, at most :data:`MAX_INFLATED_BYTES`."""
+    parts, total = [], 0
+    with gzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as g:
+        while chunk := g.read(CHUNK_BYTES):
+            total += len(chunk)
+            if total > MAX_INFLATED_BYTES:
+                raise _TooLarge(f"gzip data inflates to more than {MAX_INFLATED_BYTES >> 30} GiB")
+            parts.append(chunk)
+    return b"".join(parts)
+
+
+class _TooLarge(Exception):
+    """Inflated data past :data:`MAX_INFLATED_BYTES` (not a corruption: reported as it is)."""
 
 
 def read_text(path: str | Path, encoding: str = "utf-8") -> str:

@@ -144,6 +144,12 @@ class _Progress:
 
 def run(args) -> int:
     check_options(args)
+    if args.memory_limit == "auto" and str(args.device) == "cpu" and getattr(args, "command_line", False):
+        from cfruntime.memory_limit import limit_data_memory
+
+        # out of memory an error the engine answers, not a SIGKILL (cfruntime.memory_limit); the process's own
+        # limit, so only where cf-run is the process (not a caller's main(argv), a test's or a script's)
+        limit_data_memory()
     if getattr(args, "ray", None) is not None:
         from cfmlir.distributed import require_ray
 
@@ -343,11 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     # --timeout counts from the process's start on the command line (as VNN-COMP measures), from this call
     # when called with arguments (in a process that may be running for long)
     start = process_start() if argv is None else time.monotonic()
+    command_line = argv is None
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     args.argv = argv  # for the JSON's provenance
     args.start = start
+    args.command_line = command_line
     try:
         return run(args)
     except KeyboardInterrupt as e:

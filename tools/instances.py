@@ -390,6 +390,14 @@ class Worker:
         """Can the worker take another request (not killed, not dead)?"""
         return not self.killed and self.proc.is_alive()
 
+    @property
+    def spent(self) -> bool:
+        """Should the worker be replaced before the next request: dead, killed, or holding more than half of its
+        data limit (:func:`cfruntime.memory_limit.grown_past_share`: a process's data only grows)?"""
+        from cfruntime.memory_limit import grown_past_share
+
+        return not self.alive or grown_past_share(self.proc.pid)
+
     def kill(self, wait: float = 10.0) -> None:
         """Kill the worker (and its group) and wait at most ``wait`` seconds for its exit."""
         if self.proc.is_alive():
@@ -608,7 +616,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
             outcome = _decide(worker, run_setup.user_certifier(a), inst.onnx, inst.vnnlib, limit, startup)
-            if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
+            if worker.spent:  # killed at the timeout, died, or grown: the next instance gets a fresh one
                 workers.pop(a.certifier).close()
             yield inst, limit, outcome
     finally:
@@ -666,7 +674,7 @@ def instance_task(args, cwd: str, onnx: str, vnnlib: str, limit: float):
             return RemoteFailure(str(e))
     _RAY_WORKER[:] = [_ray_worker_key(args, cwd), worker]
     outcome = _decide(worker, run_setup.user_certifier(args), Path(onnx), Path(vnnlib), limit, startup)
-    if not worker.alive:  # killed at the timeout, or died: the next instance gets a fresh one
+    if worker.spent:  # killed at the timeout, died, or grown: the next instance gets a fresh one
         worker.close()
         _RAY_WORKER[:] = [None, None]
     return outcome, startup.seconds

@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     ))
     p.add_argument("--version", action=_VersionAction)
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER}); 'auto': "
-                   "chosen per network: alpha_deeppoly (its slopes optimised at the root of branch and bound), deeppoly "
-                   "on ReLU networks with residual joins; with --instances, for each line's network")
+                   "chosen per network: alpha_deeppoly (its parameters optimised at the root of branch and bound), deeppoly "
+                   "on ReLU networks with residual joins and no product of two values; with --instances, for each "
+                   "line's network")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")
     p.add_argument("--eps", default=None, help="L-infinity radius in [0,1] pixel units (dataset mode)")
@@ -131,6 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", default=None, metavar="CSV",
                    help="run every instance (onnx,vnnlib,timeout; paths relative to the CSV's folder) of a VNN-COMP "
                         "benchmark's instances.csv")
+    p.add_argument("--memory-limit", choices=("auto", "off"), default="auto",
+                   help="on the CPU, bound this process's data memory (and its workers') below what the machine has "
+                        "available (auto, the default: 85%%), so that running out of memory shrinks the batches or "
+                        "ends a search unknown instead of the system killing the process; off: no bound")
     p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                    help="run the batches (dataset mode) or the instances (--instances) as tasks of a Ray cluster: "
                         "the one at ADDRESS (HOST:PORT of `ray start --head`), or a local one when no ADDRESS is "

@@ -310,7 +310,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         from cfruntime.flow.param_store import ParamStore
 
         store.param_specs = cert.params
-        store.params = params if params is not None else ParamStore()
+        store.params = params if params is not None else ParamStore(fixed=True)  # its values never change
         store.params.begin_run()
     n0 = layers[0].size
     has_sym = any(letter == "S" for _, letter, _ in members)

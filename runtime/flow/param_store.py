@@ -62,11 +62,15 @@ class ParamStore:
     values); ``requires_grad`` makes every raw tensor a leaf an optimiser can update; ``sparse`` keeps
     pair tensors' free columns only (see the module docstring); ``pair_start(key, start) -> raw or None``
     overrides a pair tensor's initial values (``start``: ``[B, n_S, n_k]``, the declared ones; a warm start
-    from values an earlier run found, e.g. a branch-and-bound parent's, :meth:`pair_columns`)."""
+    from values an earlier run found, e.g. a branch-and-bound parent's, :meth:`pair_columns`); ``fixed``:
+    no one writes into the raw tensors, so a pair tensor of initial values may be one shared row."""
 
     def __init__(self, fill: Callable | None = None, requires_grad: bool = False, sparse: bool = False,
-                 pair_start: Callable | None = None):
+                 pair_start: Callable | None = None, fixed: bool = False):
         self.fill = fill
+        #: nothing will write into the raw tensors (the engine's own store when the caller gives none): a pair
+        #: tensor of the initial values is then one row shared by every reader, read-only (see :meth:`get`)
+        self.fixed = fixed
         self.pair_start = pair_start
         self.requires_grad = requires_grad
         self.sparse = sparse
@@ -105,16 +109,23 @@ class ParamStore:
                                  f"neurons of layer {key[2]} by layer {key[1]}: not supported by the compiled engine")
             start = self.fill(lo, hi, init) if self.fill is not None else init
             start = start.detach()
+            # a pair tensor of the declared initial values in a fixed store (no optimiser, no warm start, no
+            # writer): one row for every reader, not [B, n_S, n_k] in memory (alpha_deeppoly's slopes on VNN-COMP
+            # 2024 tllverifybench, layers of 2048 ReLUs: 16 MB a box and pair of layers, GiBs a batch)
+            shared = key[3] == PAIR and self.fixed and not self.requires_grad and self.fill is None
             if key[3] == PAIR:
                 start = start.unsqueeze(1)
                 if self.pair_start is not None:
                     warm = self.pair_start(key, start.expand(shape))
                     start = start if warm is None else warm.detach().to(start.dtype)
-                cols = self._free_columns(lo, hi) if math.prod(shape) >= SPARSE_MIN_NUMEL else None
+                    shared = shared and warm is None
+                cols = self._free_columns(lo, hi) if math.prod(shape) >= SPARSE_MIN_NUMEL and not shared else None
                 if cols is not None:
                     self.columns[key] = cols
                     start, shape = start[..., cols], (*shape[:2], cols.numel())
-            t = start.expand(shape).clone()
+            t = start.expand(shape)
+            if not shared:
+                t = t.clone()
             if self.requires_grad:
                 t.requires_grad_(True)
             self.raw[key] = t
@@ -140,6 +151,8 @@ class ParamStore:
         lo, hi = lo.unsqueeze(1), hi.unsqueeze(1)
         cols = self.columns.get(key)
         if cols is None:
+            if raw.shape[1] > 1 and raw.stride(1) == 0:  # shared initial values (get): projected once, not per reader
+                return project(raw[:, :1], lo, hi).expand(raw.shape)
             return project(raw, lo, hi)
         value = KeptColumns(project(raw, lo[..., cols], hi[..., cols]), torch.clamp(lo, min=lo, max=hi), cols)
         return value if kept else value.dense()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 
@@ -230,6 +231,35 @@ def test_auto_chooses_the_same_for_a_gzipped_network(tmp_path):
         assert auto_certifier.resolve("auto", str(packed)) == want
         assert auto_certifier.resolve("auto", str(packed.with_suffix(""))) == want  # net.onnx -> net.onnx.gz
 
+def test_auto_chooses_alpha_deeppoly_for_products_with_residual_joins(tmp_path):
+    """A residual join alone makes ``auto`` choose deeppoly; with a product of two computed values too (an
+    attention block: vit_2023) alpha_deeppoly, whose McCormick planes are mixed by parameters, with
+    ``BAB_OPTIMIZE_PRODUCTS`` iterations at the root of branch and bound; a product with a weight is no
+    product of two values."""
+    import argparse
+
+    from cfmlir.tools import auto_certifier
+
+    rng = np.random.default_rng(0)
+
+    def model(mul_inputs):
+        nodes = [helper.make_node("Gemm", ["x", "w1"], ["z1"], transB=1), helper.make_node("Relu", ["z1"], ["h"]),
+                 helper.make_node("Gemm", ["h", "w2"], ["z2"], transB=1), helper.make_node("Add", ["h", "z2"], ["s"]),
+                 helper.make_node("Mul", mul_inputs, ["m"]), helper.make_node("Gemm", ["m", "w3"], ["y"], transB=1)]
+        inits = [onnx.numpy_helper.from_array(rng.normal(size=shape).astype(np.float32), name)
+                 for name, shape in (("w1", (4, 2)), ("w2", (4, 4)), ("w3", (2, 4)), ("k", (4,)))]
+        graph = helper.make_graph(nodes, "attention_like", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+                                  [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])], inits)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+    for mul_inputs, want in ((["s", "h"], "alpha_deeppoly"), (["s", "k"], "deeppoly")):
+        path = tmp_path / f"{'_'.join(mul_inputs)}.onnx"
+        onnx.save(model(mul_inputs), str(path))
+        assert auto_certifier.resolve("auto", str(path)) == want, mul_inputs
+        args = argparse.Namespace(certifier="auto", net=str(path), optimize=None)
+        assert auto_certifier.apply(args) == want
+        assert getattr(args, "bab_optimize", None) == (auto_certifier.BAB_OPTIMIZE_PRODUCTS if want == "alpha_deeppoly" else None)
+
 
 def test_auto_certifier_chooses_per_network_of_an_instances_csv(tmp_path):
     """``--certifier auto --instances CSV`` (VNN-COMP mode): each line's network gets the certifier ``auto``
@@ -289,3 +319,28 @@ def test_auto_optimises_the_root_of_branch_and_bound_only(tmp_path, monkeypatch,
     seen.clear()
     vnnlib_mode._bab(args, None, None, prop, [], None)
     assert seen["options"].optimize.iterations == 5 and seen["options"].optimize_input is True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA: Linux")
+@pytest.mark.parametrize("flag, limited", [((), True), (("--memory-limit", "off"), False)])
+def test_cf_run_bounds_its_data_memory_on_the_cpu(flag, limited):
+    """On the CPU, cf-run sets a soft data limit below the memory available (cfruntime.memory_limit: an
+    allocation past it is an error the engine answers with smaller batches, not the system's OOM kill);
+    ``--memory-limit off`` leaves the process's limit as it was, and so does ``main(argv)`` called in a
+    process that is not cf-run (a test's, a script's)."""
+    code = ("import resource, sys\nfrom cfmlir.tools.cf_run import main\n"
+            "before = resource.getrlimit(resource.RLIMIT_DATA)[0]\n"
+            f"assert main(['--n', '1', *{list(flag)!r}]) == 0 and resource.getrlimit(resource.RLIMIT_DATA)[0] == before\n"
+            f"sys.argv = ['cf-run', '--n', '1', *{list(flag)!r}]\n"
+            "rc = main()\n"
+            "print(rc, before, resource.getrlimit(resource.RLIMIT_DATA)[0])")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    rc, before, after = map(int, p.stdout.split()[-3:])
+    assert rc == 0, p.stderr
+    if before != resource.RLIM_INFINITY:
+        pytest.skip("this process already runs under a data limit")
+    assert (after != before) == limited
+    if limited:
+        with open("/proc/meminfo") as f:
+            total = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+        assert after < total

@@ -236,3 +236,40 @@ def test_result_text_round_trip():
         result_text("sat")
     with pytest.raises(ValueError):
         result_text("holds")
+
+
+@pytest.mark.parametrize("grown, starts", [(False, 1), (True, 3)])
+def test_a_worker_grown_past_half_its_data_limit_is_replaced(bench, tmp_path, monkeypatch, grown, starts):
+    """``--instances``: the worker serves one instance after another and is replaced before the next once it
+    holds more than half of its data limit (``cfruntime.memory_limit.grown_past_share``; a process's data only
+    grows, and at the limit even reading the next network fails); the verdicts are the same either way."""
+    import cfruntime.memory_limit
+    from cfmlir.tools import cf_run, instances
+
+    d = tmp_path / "b"
+    d.mkdir()
+    (d / "onnx").symlink_to(bench["dir"] / "onnx")
+    (d / "vnnlib").symlink_to(bench["dir"] / "vnnlib")
+    (d / "instances.csv").write_text("onnx/small.onnx,vnnlib/unsat.vnnlib,60\n" * 2 + "onnx/small.onnx,vnnlib/sat.vnnlib,60\n")
+    started = []
+    real_start = instances._start_worker
+    monkeypatch.setattr(instances, "_start_worker", lambda *a: started.append(1) or real_start(*a))
+    monkeypatch.setattr(cfruntime.memory_limit, "grown_past_share", lambda pid, share=0.5: grown)
+    out = tmp_path / "r.json"
+    assert cf_run.main(["--certifier", "deeppoly", "--instances", str(d / "instances.csv"), "--json", str(out), "--quiet"]) == 0
+    assert [r["verdict"] for r in json.loads(out.read_text())["instances"]] == ["unsat", "unsat", "sat"]
+    assert len(started) == starts
+
+
+def test_grown_past_share_reads_the_process_data():
+    """A process's data (``VmData``) against a share of the limit (or of the machine's memory): any process holds
+    more than 0 of it and less than 100 times it; an unreadable process is not grown."""
+    import os
+
+    from cfruntime.memory_limit import grown_past_share
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc: Linux")
+    assert grown_past_share(os.getpid(), share=0.0)
+    assert not grown_past_share(os.getpid(), share=100.0)
+    assert not grown_past_share(2 ** 22 + 12345)  # no such process

@@ -131,3 +131,29 @@ def test_small_tensors_stay_dense(shipped, monkeypatch):
     store = ParamStore(requires_grad=True, sparse=True)
     run_certifier(shipped.compiled("alpha_deeppoly"), net, lb, ub, dtype=torch.float64, params=store)
     assert store.raw and not store.columns
+
+
+def test_initial_pair_values_are_one_row_shared_by_every_reader(shipped):
+    """A fixed store (the engine's own when the caller gives none: no gradient, no fill, no warm start, no
+    writer) keeps a pair tensor of the declared initial values as one row expanded over the readers (stride 0:
+    no ``[B, n_S, n_k]`` in memory) and gives exactly the bounds of the same values materialised per reader (a
+    store that asks for gradients); a store that is not fixed keeps writable tensors."""
+    cert = shipped.compiled("alpha_deeppoly")
+    for name, net, lb, ub in _problems():
+        shared = ParamStore(fixed=True)
+        res = run_certifier(cert, net, lb, ub, dtype=torch.float64, widen=False, params=shared, graph=False)
+        full = ParamStore(requires_grad=True)
+        with torch.enable_grad():
+            ref = run_certifier(cert, net, lb, ub, dtype=torch.float64, widen=False, params=full, graph=False)
+        pairs = [k for k in shared.raw if k[3] == param_store.PAIR]
+        assert pairs, name
+        for key in pairs:
+            t = shared.raw[key]
+            assert t.shape[1] == 1 or t.stride(1) == 0, (name, key)
+            torch.testing.assert_close(t, full.raw[key].detach(), rtol=0, atol=0)
+        writable = ParamStore()
+        run_certifier(cert, net, lb, ub, dtype=torch.float64, widen=False, params=writable, graph=False)
+        for t in writable.raw.values():
+            t.copy_(t + 0.0)  # a caller may write into them (test_row_subset scrambles them)
+        torch.testing.assert_close(res.lower, ref.lower.detach(), rtol=0, atol=0, msg=lambda s: f"{name} lower: {s}")
+        torch.testing.assert_close(res.upper, ref.upper.detach(), rtol=0, atol=0, msg=lambda s: f"{name} upper: {s}")
