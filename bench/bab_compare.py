@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vnncomp import _key, instances_csv, reference_verdicts  # noqa: E402 - the sibling bench script
+from vnncomp import instances_csv, reference_verdicts, votes_for  # noqa: E402 - the sibling bench script
 
 REPO = Path(__file__).resolve().parent.parent
 PEERS = REPO.parent / "shared" / "peers" / "abcrown"
@@ -185,7 +185,7 @@ def instance_lines(folder: Path, args) -> list[list[str]]:
 
 
 def majority(reference: dict | None, benchmark: str, onnx: str, vnnlib: str) -> str | None:
-    votes = (reference or {}).get(_key(benchmark, onnx, vnnlib))
+    votes = votes_for(reference or {}, benchmark, onnx, vnnlib)
     if not votes or votes["unsat"] == votes["sat"]:
         return None
     return "unsat" if votes["unsat"] > votes["sat"] else "sat"

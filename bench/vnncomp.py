@@ -9,7 +9,8 @@ per line, paths relative to the folder, ``.gz`` files allowed), or a folder whos
 benchmarks (e.g. a checkout of ``vnncomp2022_benchmarks/benchmarks``).  Per benchmark: instances,
 how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``/``unknown``/``timeout``/
 ``error`` counts, the most common error reasons, and the time (instances, and starting the analysis
-process).  ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run); ``--cap S``
+process); while it runs, one line per instance on stderr (``mlp [1/2] net.onnx p.vnnlib: unsat (0.4s)``).
+``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run); ``--cap S``
 keeps the competition's timeouts but cuts each to at most ``S`` seconds, and ``--first N`` runs only the
 first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
@@ -82,9 +83,45 @@ def reason(message: str | None) -> str:
     return text.split(": ")[-1][:80] if text else "?"
 
 
+def _within(benchmark: str, path: str) -> str:
+    """A file's path within its benchmark's folder, without ``./`` parts or ``.gz``:
+    ``vnncomp2024_benchmarks/benchmarks/safenlp/./onnx/medical/p.onnx`` -> ``onnx/medical/p.onnx``; a path
+    that does not name the folder stays as it is (``./net.onnx.gz`` -> ``net.onnx``)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+    if benchmark in parts:
+        parts = parts[len(parts) - parts[::-1].index(benchmark):]
+    return "/".join(parts).removesuffix(".gz")
+
+
 def _key(benchmark: str, onnx: str, vnnlib: str) -> tuple[str, str, str]:
-    """An instance's name across result files: the benchmark and the files' names without ``.gz``."""
-    return benchmark, Path(onnx).name.removesuffix(".gz"), Path(vnnlib).name.removesuffix(".gz")
+    """An instance's name across result files: the benchmark and the files' paths within its folder.  Not
+    the files' names alone: safenlp's ``onnx/medical/perturbations_0.onnx`` and ``vnnlib/medical/
+    hyperrectangle_1101.vnnlib`` have namesakes in ``ruarobot/``, another net and property."""
+    return benchmark, _within(benchmark, onnx), _within(benchmark, vnnlib)
+
+
+def _names(key: tuple[str, str, str]) -> tuple[str, str, str]:
+    return key[0], key[1].rsplit("/", 1)[-1], key[2].rsplit("/", 1)[-1]
+
+
+def votes_for(reference: dict, benchmark: str, onnx: str, vnnlib: str, by_names: dict | None = None) -> Counter | None:
+    """The reference votes on an instance: those on its files' paths within the benchmark folder
+    (:func:`_key`), else -- a results file whose paths name the folder differently -- those on its files'
+    names where exactly one instance has them.  ``by_names`` is :func:`names_index` of ``reference``, made
+    once for many calls."""
+    key = _key(benchmark, onnx, vnnlib)
+    if key in reference:
+        return reference[key]
+    same = (by_names if by_names is not None else names_index(reference)).get(_names(key), [])
+    return reference[same[0]] if len(same) == 1 else None
+
+
+def names_index(reference: dict) -> dict:
+    """``{(benchmark, onnx name, vnnlib name): [keys of reference with those names]}``."""
+    out: dict = {}
+    for key in reference:
+        out.setdefault(_names(key), []).append(key)
+    return out
 
 
 #: a reference result's meaning
@@ -129,9 +166,9 @@ def reference_verdicts(folder: str) -> dict:
 
 def compare(rows: list[dict], benchmark: str, reference: dict) -> dict:
     """Our decided verdicts against the reference majority: ``{"agree", "disagree", "disagreements"}``."""
-    agree, disagreements = 0, []
+    agree, disagreements, by_names = 0, [], names_index(reference)
     for r in rows:
-        votes = reference.get(_key(benchmark, r["onnx"], r["vnnlib"]))
+        votes = votes_for(reference, benchmark, r["onnx"], r["vnnlib"], by_names)
         if r["verdict"] not in ("unsat", "sat") or not votes or votes["unsat"] == votes["sat"]:
             continue
         majority = "unsat" if votes["unsat"] > votes["sat"] else "sat"
@@ -170,7 +207,7 @@ def subset_csv(csv_path: Path, tmp: Path, cap: float | None, first: int | None) 
 def cf_run_command(csv_path: Path, out_json: Path, args) -> list[str]:
     """The ``cf-run --instances`` command line for one benchmark's (subset) CSV, with the flags passed on."""
     cmd = CF_RUN + ["--certifier", args.certifier, "--instances", str(csv_path), "--json", str(out_json),
-                    "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--bab", args.bab, "--quiet"]
+                    "--device", args.device, "--dtype", args.dtype, "--split", args.split, "--bab", args.bab]
     if args.timeout is not None:
         cmd += ["--timeout", str(args.timeout)]
     if args.optimize:
@@ -178,13 +215,26 @@ def cf_run_command(csv_path: Path, out_json: Path, args) -> list[str]:
     return cmd
 
 
+def run_with_progress(cmd: list[str], name: str, stderr_path: Path) -> str:
+    """Runs ``cf-run --instances``, echoing each of its per-instance lines (``[k/N] onnx vnnlib: verdict
+    (s)``) to stderr as it comes, prefixed with the benchmark's name (a full-limit run takes hours);
+    returns cf-run's stderr."""
+    with stderr_path.open("w+") as err, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True) as p:
+        for line in p.stdout:
+            if line.startswith("["):
+                print(f"{name} {line.rstrip()}", file=sys.stderr, flush=True)
+        p.wait()
+        err.seek(0)
+        return err.read()
+
+
 def run_benchmark(folder: Path, args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out_json = Path(tmp) / "out.json"
         csv_path = subset_csv(instances_csv(folder), Path(tmp), args.cap, args.first)
-        p = subprocess.run(cf_run_command(csv_path, out_json, args), capture_output=True, text=True)
+        stderr = run_with_progress(cf_run_command(csv_path, out_json, args), folder.name, Path(tmp) / "stderr.txt")
         if not out_json.is_file():  # the run could not start (malformed CSV, bad flags): one line says why
-            msg = (p.stderr.strip().splitlines() or ["?"])[-1]
+            msg = (stderr.strip().splitlines() or ["?"])[-1]
             return {"benchmark": folder.name, "failed": msg}
         d = json.loads(out_json.read_text())
     rows = d["instances"]

@@ -61,6 +61,9 @@ def test_bench_tabulates_every_benchmark(tmp_path):
     assert d["mlp"]["reference"]["disagreements"] == [{"onnx": "net.onnx", "vnnlib": "always.vnnlib", "ours": "sat",
                                                        "votes": {"unsat": 1}}]
     assert " 1/1 " in lines["mlp"]
+    progress = [l.rsplit(" (", 1)[0] for l in p.stderr.splitlines()]  # one line per instance, as it ends
+    assert progress == ["mlp [1/2] net.onnx never.vnnlib: unsat", "mlp [2/2] net.onnx always.vnnlib: sat",
+                        "odd [1/1] net.onnx p.vnnlib: error"], p.stderr
 
 
 def test_bench_refuses_a_folder_without_instances(tmp_path):
@@ -86,7 +89,7 @@ def test_reference_results_in_the_2024_layout(tmp_path):
     (tmp_path / "SCORING" / "results.csv").write_text("lsnc,q.onnx,q_0.vnnlib,0,sat,1\n")  # not a tool's
     assert len(bench.result_files(str(tmp_path))) == 3
     votes = bench.reference_verdicts(str(tmp_path))
-    assert votes == {("lsnc", "q.onnx", "q_0.vnnlib"): {"unsat": 2, "sat": 1}}
+    assert votes == {("lsnc", "onnx/q.onnx", "vnnlib/q_0.vnnlib"): {"unsat": 2, "sat": 1}}
     rows = [{"onnx": "onnx/q.onnx", "vnnlib": "vnnlib/q_0.vnnlib.gz", "verdict": "unsat"}]
     assert bench.compare(rows, "lsnc", votes) == {"agree": 1, "disagree": 0, "disagreements": []}
 
@@ -147,6 +150,38 @@ def test_optimize_is_passed_on_to_cf_run(tmp_path):
     p = subprocess.run([sys.executable, str(REPO / "bench" / "vnncomp.py"), str(mlp), "--optimize", "-1"],
                        capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 2 and "--optimize must be at least 0" in p.stderr
+
+
+def test_instances_are_told_apart_by_their_paths_within_the_benchmark(tmp_path):
+    """safenlp has ``onnx/medical/perturbations_0.onnx`` and ``onnx/ruarobot/perturbations_0.onnx``, and
+    properties of the same names in both folders: keyed by file names alone, the ruarobot votes (sat) were
+    counted for the medical instance (unsat for every tool but one), and a run showed 4 "disagreements"
+    that were none.  A results file whose paths name the folder otherwise is matched by the files' names
+    where only one instance has them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_vnncomp", REPO / "bench" / "vnncomp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    root = "vnncomp2024_benchmarks/benchmarks/safenlp/./"
+    for tool, medical, ruarobot in (("a", "unsat", "sat"), ("b", "unsat", "sat"), ("c", "sat", "sat")):
+        d = tmp_path / tool / "2024_safenlp"
+        d.mkdir(parents=True)
+        (d / "results.csv").write_text(
+            f"safenlp,{root}onnx/medical/perturbations_0.onnx,{root}vnnlib/medical/hyperrectangle_1101.vnnlib,1,{medical},2\n"
+            f"safenlp,{root}onnx/ruarobot/perturbations_0.onnx,{root}vnnlib/ruarobot/hyperrectangle_1101.vnnlib,1,{ruarobot},2\n"
+            f"safenlp,elsewhere/onnx/x.onnx,elsewhere/vnnlib/y.vnnlib,1,unsat,2\n")
+    votes = bench.reference_verdicts(str(tmp_path))
+    assert votes[("safenlp", "onnx/medical/perturbations_0.onnx", "vnnlib/medical/hyperrectangle_1101.vnnlib")] == \
+        {"unsat": 2, "sat": 1}
+    rows = [{"onnx": "./onnx/medical/perturbations_0.onnx.gz", "vnnlib": "vnnlib/medical/hyperrectangle_1101.vnnlib.gz",
+             "verdict": "unsat"},
+            {"onnx": "/abs/safenlp/onnx/ruarobot/perturbations_0.onnx", "vnnlib": "./vnnlib/ruarobot/hyperrectangle_1101.vnnlib",
+             "verdict": "sat"},
+            {"onnx": "onnx/x.onnx", "vnnlib": "vnnlib/y.vnnlib", "verdict": "unsat"}]  # by its names: one instance
+    assert bench.compare(rows, "safenlp", votes) == {"agree": 3, "disagree": 0, "disagreements": []}
+    # names shared by two instances decide nothing on their own: no reference for a path matching neither
+    assert bench.votes_for(votes, "safenlp", "other/perturbations_0.onnx", "other/hyperrectangle_1101.vnnlib") is None
 
 
 def test_answers_the_organisers_withdrew_are_no_reference(tmp_path):
