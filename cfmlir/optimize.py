@@ -120,7 +120,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     import torch
 
     from cfruntime.flow import widening
-    from cfruntime.flow.engine import run_certifier
+    from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
     from cfmlir.optimize_rows import hold_rows, row_overrides
     from cfruntime.flow.param_store import PAIR, ParamStore
 
@@ -147,12 +147,21 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     best_raw: dict = {}
     row_keys: list = []
     patience = 0
+    out_of_memory = False
     history: list = []  # the summed lower bound per iteration, read once after the loop
     report.stopped = "iterations"
     for i in range(options.iterations):
         last = i == options.iterations - 1 or (deadline is not None and time.monotonic() > deadline)
         # iterations skip the finite check (a NaN is never kept as best; the final run is checked)
-        res = run(grad=not last, overrides=overrides)
+        try:
+            res = run(grad=not last, overrides=overrides)
+        except EngineOutOfMemory:
+            if last:
+                raise
+            # the gradient's graph does not fit (alpha_deeppoly on ml4acopf's 300-bus net: > 19 GiB where one pass
+            # takes 2.3): this iteration is the last, one pass without it at the parameters so far
+            last = out_of_memory = True
+            res = run(grad=False, overrides=overrides)
         lower, upper = res.lower, res.upper
         if i == 0:
             report.parameters = sum(t.numel() for t in params.tensors())
@@ -202,7 +211,9 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
             report.stopped = "no improvement"
             break
         if last:
-            if i < options.iterations - 1:
+            if out_of_memory:
+                report.stopped = "memory"
+            elif i < options.iterations - 1:
                 report.stopped = "deadline"
             break
         if opt is None:  # e.g. alpha_deeppoly on a sigmoid net: the first run is the result

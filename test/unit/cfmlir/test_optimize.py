@@ -93,6 +93,45 @@ def test_a_deadline_ends_the_loop_with_the_best_so_far(shipped):
     assert rep.iterations == 10 and rep.stopped == "iterations"
 
 
+@pytest.mark.parametrize("at", [0, 3])
+def test_a_gradient_run_out_of_memory_ends_the_loop_with_one_pass_without_it(shipped, monkeypatch, at):
+    """alpha_deeppoly on ml4acopf_2023's 300-bus net: the gradient's graph outgrew 19 GiB (error, where one
+    pass takes 2.3 GiB and proves the property).  A run with the gradient that runs out of memory ends the
+    loop: one pass without it at the parameters so far (the initial ones when it is the first run),
+    ``stopped == "memory"``; a pass without the gradient that runs out of memory is still an error."""
+    import cfruntime.flow.engine as engine
+
+    net, lb, ub, mnet = _problem()
+    cert = shipped.compiled("alpha_deeppoly")
+    real, calls = engine.run_certifier, []
+
+    def tight(*args, **kw):
+        calls.append(torch.is_grad_enabled())
+        if torch.is_grad_enabled() and len(calls) > at:
+            raise engine.EngineOutOfMemory(7, "relu", 1, 2 ** 20, "cpu")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(engine, "run_certifier", tight)
+    rep = OptimizeReport()
+    lower, upper, _ = optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10, early_stop=False, patience=100),
+                                      dtype=torch.float64, report=rep)
+    # (after iterations, one more pass without the gradient: each row's own best last-layer values)
+    assert rep.stopped == "memory" and rep.iterations == at + 1 and calls[:at + 2] == [True] * (at + 1) + [False]
+    assert not any(calls[at + 1:])
+    start = real(cert, mnet, lb, ub)
+    if at == 0:
+        assert torch.allclose(lower, start.lower, rtol=0, atol=1e-12)
+    assert bool((lower >= start.lower - 1e-9).all())
+    from cfmlir.engines import store_layer_bounds
+
+    final = real(cert, mnet, lb, ub)  # sound whatever the parameters: the bounds hold on samples
+    assert check_bounds(mnet, lb, ub, store_layer_bounds(cert, mnet, final, lower, upper)) == []
+    monkeypatch.setattr(engine, "run_certifier", lambda *a, **k: (_ for _ in ()).throw(
+        engine.EngineOutOfMemory(7, "relu", 1, None, "cpu")))
+    with pytest.raises(engine.EngineOutOfMemory):
+        optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10), dtype=torch.float64)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_network_without_parametric_layers_is_one_plain_run(shipped, dtype):
     """alpha_deeppoly on a net of affine layers only: no rule the network uses has parameters, so there is
