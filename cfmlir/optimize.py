@@ -120,7 +120,11 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     import torch
 
     from cfruntime.flow import widening
-    from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
+    import torch._dynamo  # noqa: F401 - Adam's first parameter group imports it (torch/_compile.py): here, before the
+    # bound runs take the memory (under cf-run's data limit that import failed as "SystemError: error return without
+    # exception set" on ml4acopf_2023's 300-bus net)
+
+    from cfruntime.flow.engine import EngineOutOfMemory, _is_out_of_memory, run_certifier
     from cfmlir.optimize_rows import hold_rows, row_overrides
     from cfruntime.flow.param_store import PAIR, ParamStore
 
@@ -223,7 +227,15 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         if options.early_stop:
             loss = loss * (~done).to(loss.dtype)
         opt.zero_grad(set_to_none=True)
-        loss.sum().backward()
+        try:
+            loss.sum().backward()
+        except (MemoryError, RuntimeError) as e:
+            if not _is_out_of_memory(e):
+                raise
+            # the backward pass does not fit: no step, the best bounds so far stand
+            del res, lower, upper, loss
+            report.stopped = "memory"
+            break
         if i == 0 and overrides:  # rows whose bounds stay the first run's keep their parameters too
             hold_rows(params, overrides)
         opt.step()

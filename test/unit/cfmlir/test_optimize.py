@@ -132,6 +132,26 @@ def test_a_gradient_run_out_of_memory_ends_the_loop_with_one_pass_without_it(shi
         optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10), dtype=torch.float64)
 
 
+def test_a_backward_pass_out_of_memory_ends_the_loop_with_the_best_so_far(shipped, monkeypatch):
+    """The gradient run fits but its backward pass does not: no step is taken, the first run's bounds
+    stand, ``stopped == "memory"`` (an allocation error there was an internal error before)."""
+    net, lb, ub, mnet = _problem()
+    cert = shipped.compiled("alpha_deeppoly")
+
+    def no_memory(self, *a, **k):
+        raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes")
+
+    monkeypatch.setattr(torch.Tensor, "backward", no_memory)
+    rep = OptimizeReport()
+    lower, _, _ = optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10, early_stop=False),
+                                  dtype=torch.float64, report=rep)
+    assert rep.stopped == "memory" and rep.iterations == 1
+    assert torch.allclose(lower, run_certifier(cert, mnet, lb, ub).lower, rtol=0, atol=1e-12)
+    monkeypatch.setattr(torch.Tensor, "backward", lambda self, *a, **k: (_ for _ in ()).throw(RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="other"):
+        optimize_bounds(cert, mnet, lb, ub, OptimizeOptions(iterations=10, early_stop=False), dtype=torch.float64)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_network_without_parametric_layers_is_one_plain_run(shipped, dtype):
     """alpha_deeppoly on a net of affine layers only: no rule the network uses has parameters, so there is
