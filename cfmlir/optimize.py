@@ -124,7 +124,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     # bound runs take the memory (under cf-run's data limit that import failed as "SystemError: error return without
     # exception set" on ml4acopf_2023's 300-bus net)
 
-    from cfruntime.flow.engine import EngineOutOfMemory, _is_out_of_memory, run_certifier
+    from cfruntime.flow.engine import EngineOutOfMemory, is_out_of_memory, run_certifier
     from cfmlir.optimize_rows import hold_rows, row_overrides
     from cfruntime.flow.param_store import PAIR, ParamStore
 
@@ -230,7 +230,7 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         try:
             loss.sum().backward()
         except (MemoryError, RuntimeError) as e:
-            if not _is_out_of_memory(e):
+            if not is_out_of_memory(e):
                 raise
             # the backward pass does not fit: no step, the best bounds so far stand
             del res, lower, upper, loss

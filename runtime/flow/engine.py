@@ -57,7 +57,8 @@ _ALLOC_BYTES = re.compile(r"allocate (\d+) bytes|Tried to allocate ([\d.]+) ([KM
 _UNITS = {"KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 
 
-def _is_out_of_memory(exc: BaseException) -> bool:
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation failure (MemoryError, torch OOM, or the allocator's RuntimeError)."""
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
         return True
     msg = str(exc)
@@ -70,7 +71,7 @@ def out_of_memory_at(fn, layer: int, kind: str, batch: int, device):
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - only allocation failures are converted
-        if not _is_out_of_memory(exc):
+        if not is_out_of_memory(exc):
             raise
         nbytes = _requested_bytes(exc)
     raise EngineOutOfMemory(layer, kind, batch, nbytes, device)
@@ -373,7 +374,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         except RuleError as exc:  # the rule's fault, on every input: at the rule's position in the source
             raise exc.located(cert.where(op, layer)) from None
         except Exception as exc:  # an allocation failure becomes a located, retryable error
-            if not _is_out_of_memory(exc):
+            if not is_out_of_memory(exc):
                 raise
             failed = _requested_bytes(exc), True
         if failed is not None:  # raised outside the handler: no frame (and no tensor) stays referenced

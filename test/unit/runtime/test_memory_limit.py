@@ -47,14 +47,14 @@ def test_an_allocation_past_the_limit_is_an_error_the_process_survives():
     tests run on (so the limit, not the machine, refused it)."""
     out = _child("""
         import json, resource, torch
-        from cfruntime.flow.engine import _is_out_of_memory
+        from cfruntime.flow.engine import is_out_of_memory
         from cfruntime.memory_limit import _kib_field, limit_data_memory
         def touch():
             try:
                 torch.ones(1 << 28, dtype=torch.float64)  # 2 GiB, written
                 return "ok"
             except Exception as e:
-                return "oom" if _is_out_of_memory(e) else repr(e)
+                return "oom" if is_out_of_memory(e) else repr(e)
         free = touch()
         limit_data_memory(share=(256 << 20) / _kib_field("/proc/meminfo", "MemAvailable"))
         limited = touch()
