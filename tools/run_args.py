@@ -118,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "time limit; under --timeout or --instances 1000000: the time limit governs)")
     p.add_argument("--bab", choices=("auto", "on", "off"), default="auto",
                    help="VNN-LIB: when one pass leaves a property unknown, decide it by branch and bound (ReLU splits, "
-                        "or input splits when at most 16 inputs vary; cfmlir.bab) instead of --split (auto: with the "
+                        "or input splits when at most 16 inputs vary, or 64 on a net with 100 ReLUs per varying input; "
+                        "cfmlir.bab) instead of --split (auto: with the "
                         "compiled engine under a time limit, --timeout or --instances; see docs/bab.md)")
     p.add_argument("--bab-branching", choices=("auto", "relu", "input"), default="auto",
                    help="VNN-LIB, --bab: split ReLU neurons (and cut sigmoid/tanh neurons' input intervals), input "

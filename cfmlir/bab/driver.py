@@ -37,8 +37,8 @@ from cfmlir.bab.domains import DomainPool, Domains, PoolFull
 from cfmlir.bab.lagrangian import beta_key
 from cfmlir.bab.local_rows import localise, own_rows
 from cfmlir.bab.objective import Objective
-from cfmlir.bab.options import (AUTO_MAX_FREE_INPUTS, LP_UNSTABLE, SMALL_LP, BabOptions, BabOutcome,
-                                default_memory_bytes)
+from cfmlir.bab.options import (AUTO_MAX_FREE_INPUTS, AUTO_MAX_FREE_INPUTS_WIDE, INPUT_SPLIT_RELU_RATIO, LP_UNSTABLE,
+                                SMALL_LP, BabOptions, BabOutcome, default_memory_bytes)
 from cfmlir.bab.structure import structure_of
 from cfmlir.bab.warm_params import alpha_field
 
@@ -116,6 +116,8 @@ class _RegionSearch:
         free = int((self.box[1] > self.box[0]).sum())
         if free <= AUTO_MAX_FREE_INPUTS or not self.structure.branchable:
             return "input"
+        if free <= AUTO_MAX_FREE_INPUTS_WIDE and self.structure.relu_neurons >= INPUT_SPLIT_RELU_RATIO * free:
+            return "input"  # far more neurons to split than inputs (options.py)
         return "relu"
 
     def _label(self) -> str:

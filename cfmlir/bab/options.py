@@ -9,8 +9,14 @@ from dataclasses import dataclass, field
 SMALL_LP = 512
 #: ... else the domains with at most this many unstable neurons
 LP_UNSTABLE = 8
-#: ``branching="auto"``: input splits when at most this many inputs vary (ACAS Xu: 5), else ReLU splits
+#: ``branching="auto"``: input splits when at most this many inputs vary (ACAS Xu: 5), else ReLU splits ...
 AUTO_MAX_FREE_INPUTS = 16
+#: ... or when at most this many vary and the network has at least :data:`INPUT_SPLIT_RELU_RATIO` ReLU neurons per
+#: varying input: nn4sys_2023's pensieve_big_parallel (32 inputs, 4364 ReLUs) is decided by 3 input subdomains
+#: where thousands of ReLU subdomains are not (alpha-beta-CROWN's configuration splits its inputs too); safenlp
+#: (30 inputs, 128 ReLUs) and ml4acopf's 118/300-bus nets (2.7 per input) keep ReLU splits
+AUTO_MAX_FREE_INPUTS_WIDE = 64
+INPUT_SPLIT_RELU_RATIO = 100
 #: ``memory_bytes=None``: the pool may take this share of the memory available when the search starts ...
 POOL_MEMORY_SHARE = 0.25
 #: ... and at least this many bytes (also the bound where the available memory cannot be read)

@@ -288,3 +288,27 @@ def test_input_branching_attacks_its_worst_boxes(deeppoly):
     centres = run_bab(deeppoly, net, prop, options=BabOptions(branching="input", attack_restarts=0, lp_unstable=0,
                                                               max_domains=2000, input_attack=0, clip=False))
     assert (centres.verdict, centres.stopped) == ("unknown", "domain limit")
+
+
+@pytest.mark.parametrize("hidden, free, mode", [(40, 5, "input"), (400, 20, "relu"), (2000, 20, "input"),
+                                                (2000, 70, "relu"), (6400, 70, "relu")])
+def test_auto_branching_splits_inputs_when_neurons_far_outnumber_them(deeppoly, hidden, free, mode):
+    """``branching="auto"``: input splits up to 16 varying inputs; up to 64 when the network has at least 100
+    ReLU neurons per varying input (nn4sys's pensieve nets: 32 inputs, 4364 ReLUs); else ReLU splits.  Inputs
+    that do not vary do not count."""
+    from cfmlir.bab.driver import _RegionSearch
+    from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS_WIDE, INPUT_SPLIT_RELU_RATIO
+    from cfruntime.network import network_from_model
+    from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty
+
+    assert (AUTO_MAX_FREE_INPUTS_WIDE, INPUT_SPLIT_RELU_RATIO) == (64, 100)
+    n_in = 80
+    _, _, model = relu_net([n_in, hidden, 2], seed=0)
+    lb = np.zeros(n_in)
+    ub = lb.copy()
+    ub[:free] = 0.1  # the other inputs are fixed
+    prop = VnnlibProperty(n_in, 2, [InputRegion(lb, ub, [(np.array([[1.0, -1.0]]), np.zeros(1))])])
+    search = _RegionSearch(deeppoly, network_from_model(model), prop, 0, prop.regions[0],
+                           BabOptions(branching="auto", attack_restarts=0), None, torch.Generator(),
+                           {"domains": 0, "disjunct_domains": 0, "branching": []}, {}, None)
+    assert search.mode == mode
