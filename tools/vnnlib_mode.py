@@ -45,22 +45,31 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     proof = run_proof(args, loaded, certifier, net)  # before any analysis: a refuted rule ends the instance here
     t1 = time.perf_counter()
     from cfmlir.api import certify
+    from cfruntime.flow.engine import EngineOutOfMemory
     from cfruntime.soundness import vnnlib_counterexample
 
     # The attack first (samples, then PGD: forward and backward passes only): a violated property needs no
     # bounds, and on wide nets one bounding pass costs far more than the attack (cgan_2023: minutes against
     # seconds).  sat only with a point that the network, evaluated again in float64, confirms.
-    cex = split = bab = None
+    cex = split = bab = out_of_memory = None
     found = vnnlib_counterexample(net, prop)
     if found is not None:
         cex = confirm_counterexample(net, prop, found[0], found[1])
     if cex is not None:
         v, lows, highs = "sat", [], []
     else:  # the engine object runs the certifier ``proof`` is about
-        res = certify(None, net, prop, engine=make_engine(args, prog), check=check, proof=proof)
-        lows, highs = res.row_lb, res.row_ub
-        v = _trusted(res.verdict, check)
-    if v == "unknown" and not (check is not None and check.unsound):
+        try:
+            res = certify(None, net, prop, engine=make_engine(args, prog), check=check, proof=proof)
+        except EngineOutOfMemory as exc:  # nothing is proved; the attack goes on (sat or unknown, not an error)
+            out_of_memory = str(exc)
+            v, lows, highs = "unknown", [], []
+            cex = attack_until(net, prop, getattr(args, "split_deadline", None))
+            if cex is not None:
+                v = "sat"
+        else:
+            lows, highs = res.row_lb, res.row_ub
+            v = _trusted(res.verdict, check)
+    if v == "unknown" and out_of_memory is None and not (check is not None and check.unsound):
         bab = _bab(args, prog, net, prop, lows, check)
         split = None if bab is not None else _split(args, prog, net, prop, lows, check)
         found = bab or split
@@ -78,6 +87,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     }
     if cex is not None:
         out["counterexample"] = cex.to_json()
+    if out_of_memory is not None:
+        out["out_of_memory"] = out_of_memory
     if split is not None:
         out["split"] = split.json()
     if bab is not None:
@@ -90,7 +101,9 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     lines = [f"certifier {certifier} on {net_path.name}, property {Path(args.vnnlib).name} (engine: {engine_label(args)})",
              f"verdict:   {v}" + ("" if split is None else f" (input splitting: {split.boxes} boxes in {split.rounds} "
                                      f"rounds{'' if split.stopped is None else ', stopped at the ' + split.stopped})")
-             + ("" if bab is None else f" (branch and bound: {_bab_summary(bab)})"),
+             + ("" if bab is None else f" (branch and bound: {_bab_summary(bab)})")
+             + ("" if out_of_memory is None else f" (one bounding pass does not fit: {out_of_memory}; attacked "
+                                                 f"{'until the time limit' if v == 'unknown' else 'again'})"),
              f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
     if check is not None:
         lines.append(f"check:     {check.summary()}")
@@ -99,6 +112,43 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
 
 #: ``--max-boxes`` by default: without a time limit, and under one (where the deadline stops the search)
 MAX_BOXES_UNTIMED, MAX_BOXES_TIMED = 20_000, 1_000_000
+
+
+#: attacks after the first (:func:`attack_until`): PGD rows of each, more each time (on the nearest disjunct's
+#: violation, one more row per disjunct; a property of one disjunct: restarts of it)
+ATTACK_ROWS = (30, 50, 100)
+
+
+def attack_until(net, prop, deadline: float | None):
+    """Where no bound can be computed (one pass does not fit in memory), more attacks: new seeds, with
+    :data:`ATTACK_ROWS` PGD rows, until one finds a counterexample the network confirms (returned) or the
+    :func:`time.monotonic` ``deadline`` would pass before another ends (the last size repeats); without a
+    deadline one attack of the first size.  None when none is found, or when an attack does not fit in
+    memory."""
+    from cfruntime.flow.engine import is_out_of_memory
+    from cfruntime.properties import confirm_counterexample
+    from cfruntime.soundness import vnnlib_counterexample
+
+    one_disjunct = all(len(reg.disjuncts) <= 1 for reg in prop.regions)
+    seed = 0
+    while True:
+        rows = ATTACK_ROWS[min(seed, len(ATTACK_ROWS) - 1)]
+        seed += 1
+        t0 = time.monotonic()
+        try:
+            found = vnnlib_counterexample(net, prop, restarts=rows if one_disjunct else 1, nearest_rows=rows, seed=seed)
+        except (MemoryError, RuntimeError) as exc:  # every disjunct's restarts go in one batch
+            if not is_out_of_memory(exc):
+                raise
+            return None
+        if found is not None:
+            cex = confirm_counterexample(net, prop, found[0], found[1])
+            if cex is not None:
+                return cex
+        took = time.monotonic() - t0
+        # the next one has at most twice as many rows
+        if deadline is None or time.monotonic() + 2.0 * took > deadline:
+            return None
 
 
 def _trusted(verdict: str, check) -> str:

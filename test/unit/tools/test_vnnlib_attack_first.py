@@ -31,3 +31,49 @@ def test_violated_property_is_sat_without_a_bounding_pass(tmp_path, capsys, monk
     assert len(x) == 5
     d = _run(tmp_path, capsys, net, holds)
     assert d["verdict"] == "unsat" and len(d["regions"]) == 1 and calls == [1]
+
+
+def test_a_pass_that_does_not_fit_in_memory_ends_unknown_or_sat_by_more_attacks(tmp_path, capsys, monkeypatch):
+    """One bounding pass out of memory (traffic_signs_recognition_2023's 64x64 net: 24.7 GiB at its first
+    convolution) proves nothing: the instance is ``unknown`` -- not an error -- and the attack goes on with new
+    seeds and more restarts, so a violated property the first attack missed is still ``sat``."""
+    import cfruntime.soundness
+    from cfruntime.flow.engine import EngineOutOfMemory
+
+    def no_memory(*a, **k):
+        raise EngineOutOfMemory(2, "affine", 1, 24 << 30, "cpu")
+
+    monkeypatch.setattr(cfmlir.api, "certify", no_memory)
+    real = cfruntime.soundness.vnnlib_counterexample
+    seeds = []
+
+    def first_misses(net, prop, **k):
+        seeds.append(k.get("seed", 0))
+        return None if len(seeds) == 1 else real(net, prop, **k)
+
+    monkeypatch.setattr(cfruntime.soundness, "vnnlib_counterexample", first_misses)
+    net = vector_net(tmp_path / "v.onnx")
+    holds, violated = properties(tmp_path, net, 0.01)
+    d = _run(tmp_path, capsys, net, violated)
+    assert d["verdict"] == "sat" and "24.00 GiB" in d["out_of_memory"] and seeds[:2] == [0, 1]
+    seeds.clear()
+    d = _run(tmp_path, capsys, net, holds)  # no deadline: one more attack, then unknown
+    assert d["verdict"] == "unknown" and d["regions"] == [] and seeds == [0, 1]
+
+
+def test_attacks_go_on_until_the_deadline(tmp_path):
+    """Under a time limit the attacks repeat (new seeds, the last size of restarts) and stop before the
+    deadline would pass."""
+    import time
+
+    from cfruntime.network import load_onnx
+    from cfruntime.properties import parse_vnnlib
+
+    from cfmlir.tools.vnnlib_mode import attack_until
+
+    path = vector_net(tmp_path / "v.onnx")
+    holds, _ = properties(tmp_path, path, 0.01)
+    net, prop = load_onnx(path), parse_vnnlib(str(holds))
+    t0 = time.monotonic()
+    assert attack_until(net, prop, t0 + 3.0) is None
+    assert 1.0 < time.monotonic() - t0 < 3.0

@@ -200,7 +200,8 @@ def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
     """20 inputs in [0, 1], Y_0 = x_0 - x_1 + x_2 - ..., Y_1 = x_0: the disjunct ``Y_0 >= 1000 and Y_1 >= 1000``
     (two constraints) is impossible, ``Y_0 >= 9.9`` holds only within 0.1 of the corner (1, 0, 1, 0, ...),
     which no sample reaches (one vertex in 2^20; the box's own corners are lb and ub) and PGD does.  One PGD call carries both disjuncts' restarts (rows padded
-    to two constraints), and the answer is the second disjunct's."""
+    to two constraints), and the answer is the second disjunct's; before it, by default, the rows on the nearest
+    disjunct's violation find it alone."""
     import cfruntime.soundness as soundness
     from cfruntime.network.graph import Layer, Network
 
@@ -217,12 +218,17 @@ def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
     calls = []
     real = soundness._pgd
     monkeypatch.setattr(soundness, "_pgd", lambda *a, **k: calls.append(a[3].shape[0]) or real(*a, **k))
-    ri, x, y = vnnlib_counterexample(net, prop, restarts=3)
+    ri, x, y = vnnlib_counterexample(net, prop, restarts=3, nearest_rows=0)
     assert calls == [6]  # 2 disjuncts x 3 restarts, one call
     assert float(y[0]) >= 9.9 and bool((x >= 0).all() and (x <= 1).all())
     assert output_in_disjunct(prop.regions[ri], y.numpy()) == 1
-    # without PGD (no restarts) nothing is found: the samples do not reach the corner
-    assert vnnlib_counterexample(net, prop, restarts=0) is None
+    # first (by default) 10 rows on the nearest disjunct's violation: the second disjunct's, found by them alone
+    calls.clear()
+    ri, x, y = vnnlib_counterexample(net, prop, restarts=3)
+    assert calls == [soundness.NEAREST_DISJUNCT_ROWS] == [10]
+    assert float(y[0]) >= 9.9 and output_in_disjunct(prop.regions[ri], y.numpy()) == 1
+    # without PGD (no restarts, no nearest rows) nothing is found: the samples do not reach the corner
+    assert vnnlib_counterexample(net, prop, restarts=0, nearest_rows=0) is None
 
 
 def test_the_attack_passes_the_gradient_straight_through_sign_layers(monkeypatch):
