@@ -507,19 +507,28 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
             ss = torch.zeros(rows, dtype=torch.int64)
             bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("djo,ro->rdj", A, vals[-1]) - b).amax(dim=2)
                          .amin(dim=1), steps, gen)
-            with torch.no_grad():
-                ys = network.forward(bx)
-            for r in range(rows):
-                if output_in_disjunct(reg, ys[r].numpy()) is not None:
-                    return ri, bx[r], ys[r]
+            hit = _first_in_region(network, reg, bx)
+            if hit is not None:
+                return (ri, *hit)
         A, b = _stacked_disjuncts(reg.disjuncts, restarts)
         ss = torch.zeros(A.shape[0], dtype=torch.int64)
         bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
-        with torch.no_grad():
-            ys = network.forward(bx)
-        for r in range(A.shape[0]):
-            if output_in_disjunct(reg, ys[r].numpy()) is not None:
-                return ri, bx[r], ys[r]
+        hit = _first_in_region(network, reg, bx)
+        if hit is not None:
+            return (ri, *hit)
+    return None
+
+
+def _first_in_region(network: Network, reg, xs: torch.Tensor):
+    """``(x, y)`` of the first point of ``xs`` whose output the network puts in one of ``reg``'s disjuncts, or
+    None."""
+    from cfruntime.properties.vnnlib import output_in_disjunct
+
+    with torch.no_grad():
+        ys = network.forward(xs)
+    for r in range(xs.shape[0]):
+        if output_in_disjunct(reg, ys[r].numpy()) is not None:
+            return xs[r], ys[r]
     return None
 
 
