@@ -51,16 +51,19 @@ class CompiledEngine:
     ``dtype``: ``"float64"``/``"float32"`` or a torch dtype; ``widen``: None (on for float32), True or
     False (or ``cf-run``'s ``"auto"``/``"on"``/``"off"``); ``graph``: None (the engine replays a CUDA
     graph where it pays, :func:`cfruntime.flow.engine.run_certifier`) or False (always eager: every
-    operation runs where an operation counter sees it)."""
+    operation runs where an operation counter sees it); ``blocks``: a layer too big for memory at once is
+    computed a block of neurons at a time (False: out of memory then, :func:`cfruntime.flow.engine.run_certifier`)."""
 
     name = "compiled"
 
-    def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None, graph=None):
+    def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None, graph=None,
+                 blocks: bool = True):
         self.certifier = certifier
         self.sparse = bool(sparse)
         self.dtype, self.widen = engine_options(dtype, widen)
         self.device = device
         self.graph = graph
+        self.blocks = blocks
 
     def bounds(self, network, lb, ub, with_layers: bool = False):
         import torch
@@ -75,7 +78,7 @@ class CompiledEngine:
         else:
             graph = {"graph": True} if torch.device(self.device).type == "cpu" and self.graph is None else {}
         res = run_certifier(self.certifier, network, lb, ub, sparse=self.sparse, dtype=self.dtype, device=self.device,
-                            widen=self.widen, **graph)
+                            widen=self.widen, blocks=self.blocks, **graph)
         lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
         if not with_layers:
             return lower, upper, None

@@ -59,7 +59,12 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         v, lows, highs = "sat", [], []
     else:  # the engine object runs the certifier ``proof`` is about
         try:
-            res = certify(None, net, prop, engine=make_engine(args, prog), check=check, proof=proof)
+            engine = make_engine(args, prog)
+            if getattr(args, "split_deadline", None) is not None and hasattr(engine, "blocks"):
+                # under a time limit a layer too big for memory ends the pass (the attack has the time left)
+                # rather than running a block of neurons at a time (engine.CompiledEngine)
+                engine.blocks = False
+            res = certify(None, net, prop, engine=engine, check=check, proof=proof)
         except EngineOutOfMemory as exc:  # nothing is proved; the attack goes on (sat or unknown, not an error)
             out_of_memory = str(exc)
             v, lows, highs = "unknown", [], []

@@ -145,7 +145,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
                   widen: bool | None = None, check_finite: bool = True, params=None,
-                  bound_overrides: dict | None = None, bound_upper: bool = True) -> EngineResult:
+                  bound_overrides: dict | None = None, bound_upper: bool = True, blocks: bool = True) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -201,7 +201,15 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     it, :func:`cfruntime.flow.specialise.rule_without`: CROWN-IBP's upper back-substitution is half its
     work; the widening of the lower bound reads the upper one, so a widened run computes it); every
     other member and layer is as with ``True``, so the lower bounds are the same.  For a loss that reads only
-    the lower bounds (certified training); never replayed as a CUDA graph."""
+    the lower bounds (certified training); never replayed as a CUDA graph.
+
+    A layer whose rule does not fit in memory at once is computed a block of its neurons at a time
+    (:func:`cfruntime.flow.row_subset.bounds_in_blocks`: the same bounds, back-substitution ``[B, block, W]``
+    instead of ``[B, n, W]``) in a run without overrides, widening or gradients, for certifiers whose Float
+    members are the bounds and whose expressions do not depend on the rows computed (DeepPoly,
+    alpha_deeppoly, SkipPoly; not ReuseCert); only when no block fits (down to one neuron) is the run
+    out of memory (:class:`EngineOutOfMemory`).  ``blocks=False``: out of memory at once (a caller with a
+    deadline that would rather spend the time otherwise)."""
     if not bound_upper:
         graph = False
     if bound_overrides:
@@ -236,7 +244,7 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
             return EngineResult(out[0], out[1], None, out[2])
     with gb.absent_zero_semantics(), _full_precision_float32(), _default_dtype(dtype):
         res = _run(cert, network, lb, ub, representation, dtype, device, widen, grad, params,
-                   bound_overrides or None, bound_upper)
+                   bound_overrides or None, bound_upper, blocks)
     if check_finite and not finite.is_finite(res.finite):
         raise finite.locate(res.store, network, finite.float_members(cert.members), dtype)
     return res
@@ -288,7 +296,7 @@ def _full_precision_float32():
 
 
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
-         params=None, overrides=None, bound_upper: bool = True) -> EngineResult:
+         params=None, overrides=None, bound_upper: bool = True, blocks: bool = True) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb, ub = _box(*(v if v.dim() == 2 else v.reshape(b, -1) for v in (lb, ub)), dtype, rep.device, widen)  # (a view is an operation)
@@ -377,8 +385,13 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             if not is_out_of_memory(exc):
                 raise
             failed = _requested_bytes(exc), True
+        if failed is not None and blocks and ov is None and wide is None and not grad and not no_upper:
+            # the layer's bounds a block of its neurons at a time (cfruntime.flow.row_subset.bounds_in_blocks)
+            del ctx
+            failed = out_of_memory_at(lambda: _in_blocks(cert, op, network, layer, store, b, sym, new_sym, members,
+                                                         bound_pos, rep, failed), layer.index, layer.kind, b, rep.device)
         if failed is not None:  # raised outside the handler: no frame (and no tensor) stays referenced
-            del ctx, store
+            del store
             raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
         sym = new_sym
         for k in last_reader.get(layer.index, ()):  # no later rule reads them: free the expressions
@@ -390,6 +403,55 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
         store.put(0, hi_name, box[1])
     ok = finite.finite_flag(store, finite.float_members(members), b, given)
     return EngineResult(lower.expand(b, -1), upper.expand(b, -1), store, ok)
+
+
+#: after a layer's rule did not fit in memory at once: its Float bounds computed for blocks of
+#: ``ceil(n / blocks)`` neurons, ``blocks`` from the first value, times the factor after every block size
+#: that did not fit either, down to one neuron a block
+FIRST_BLOCKS, BLOCKS_FACTOR = 4, 4
+
+
+def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: int, members, bound_pos: tuple,
+               rep: Representation, failed: tuple):
+    """Store ``layer``'s members with its Float bounds computed a block of rows at a time
+    (:func:`cfruntime.flow.row_subset.bounds_in_blocks`) after the whole layer did not fit (``failed``:
+    ``(requested bytes, True)``): None, or an allocation failure like ``failed`` when no block size fits or
+    blocks cannot help (a Float member other than the bounds; no bound computed on the rows alone; a
+    PolyExp member that depends on the rows computed, as ReuseCert's back-substituted expressions)."""
+    from cfruntime.flow.row_subset import bounds_in_blocks  # noqa: PLC0415 - only a layer too big at once needs it
+
+    floats = [i for i, (_, letter, _) in enumerate(members) if letter in contract.NUMBER_LETTERS]
+    if sorted(floats) != sorted(bound_pos):
+        return failed
+    n = layer.size
+
+    def rule_on_rows(rows):
+        ctx = LayerContext(network, layer, store, b, sym, new_sym)
+        ctx.rows = rows
+        values = list(cert.rules[op](rt, ctx))
+        for (_, letter, _), v in zip(members, values):
+            if letter in "PS" and getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
+                return None  # the member depends on the rows: not the layer's
+        return values
+
+    blocks = FIRST_BLOCKS
+    while True:
+        size = -(-n // blocks)
+        try:
+            values = bounds_in_blocks(rule_on_rows, n, size, bound_pos, b, rep.dtype, rep.device)
+            break
+        except Exception as exc:  # noqa: BLE001 - only allocation failures are retried
+            if not is_out_of_memory(exc):
+                raise
+            failed = _requested_bytes(exc), True
+        if size == 1:
+            return failed
+        blocks *= BLOCKS_FACTOR
+    if values is None:
+        return failed
+    for (name, letter, _), v in zip(members, values):
+        store.put(layer.index, name, _materialise(v, letter, b, n, rep))
+    return None
 
 
 def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool, layer) -> list:

@@ -90,3 +90,32 @@ def scatter(value, given: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     if v.dim() == 2 and v.shape[1] == n and n != rows.numel():
         v = v.index_select(1, rows)
     return given.index_copy(1, rows, v.expand(b, rows.numel()))
+
+
+def bounds_in_blocks(rule_on_rows, n: int, size: int, bound_pos: tuple, b: int, dtype, device) -> list:
+    """A layer's rule values with its Float bounds (positions ``bound_pos``) computed ``size`` rows at a
+    time: ``rule_on_rows(rows)`` runs the rule with its traverses on ``rows`` only (None: its values cannot
+    be had that way); its other values are the whole layer's, whatever the rows (taken from the last
+    block).  What a layer whose back-substitution does not fit in memory at once runs: DeepPoly's
+    coefficients ``[B, size, W]`` instead of ``[B, n, W]``; each row's bounds are the whole-layer rule's
+    (see the module docstring).  None also when the first block's bounds all came out for the whole layer
+    (a rule without a layer-granular traverse): blocks would save nothing."""
+    bounds = [torch.full((b, n), float(fill), dtype=dtype, device=device) for fill in ("-inf", "inf")]
+    values = None
+    for start in range(0, n, size):
+        rows = torch.arange(start, min(n, start + size), device=device)
+        values = rule_on_rows(rows)
+        if values is None:
+            return None
+        if start == 0 and size < n and not any(_columns(values[pos]) == rows.numel() for pos in bound_pos):
+            return None  # no bound was computed on the rows alone (no layer-granular traverse): no memory saved
+        for k, pos in enumerate(bound_pos):
+            bounds[k] = scatter(values[pos], bounds[k], rows)
+            values[pos] = None  # the block's bounds are in; its tensors can go
+    for k, pos in enumerate(bound_pos):
+        values[pos] = bounds[k]
+    return values
+
+
+def _columns(value) -> int | None:
+    return value.shape[1] if hasattr(value, "shape") and len(value.shape) == 2 else None

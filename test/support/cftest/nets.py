@@ -35,6 +35,12 @@ def boxes(n_in, batch=3, seed=1, radius=0.3):
     return centre - r, centre + r
 
 
+def layered_case(kind: str):
+    """``(net, lb, ub)``: a ReLU MLP 4-12-12-10-3 (``"mlp"``) or :func:`small_conv` (``"conv"``), with three boxes
+    around random centres: networks whose hidden layers the row-subset tests take apart."""
+    if kind == "mlp":
+        return (mlp([4, 12, 12, 10, 3], seed=3), *boxes(4, batch=3, seed=2, radius=0.4))
+    return (small_conv(seed=1), *boxes(50, batch=3, seed=4, radius=0.3))
 
 
 def _model(nodes, inits, in_shape, out_dim):

@@ -77,3 +77,26 @@ def test_attacks_go_on_until_the_deadline(tmp_path):
     t0 = time.monotonic()
     assert attack_until(net, prop, t0 + 3.0) is None
     assert 1.0 < time.monotonic() - t0 < 3.0
+
+
+def test_a_layer_too_big_for_memory_is_not_run_in_blocks_under_a_deadline(tmp_path, monkeypatch):
+    """Without a time limit the pass runs a layer too big for memory a block of neurons at a time
+    (``CompiledEngine.blocks``); under one (an instance's deadline, as the ``--timeout`` worker sets it) it
+    ends out of memory and the attack has the time that is left."""
+    import time
+
+    from cfmlir.tools import vnnlib_mode
+    from cfmlir.tools.run_args import build_parser
+    from cfmlir.tools.run_setup import load_program
+
+    net = vector_net(tmp_path / "v.onnx")
+    holds, _ = properties(tmp_path, net, 0.01)
+    seen = []
+    real = cfmlir.api.certify
+    monkeypatch.setattr(cfmlir.api, "certify", lambda *a, engine, **k: seen.append(engine.blocks) or real(*a, engine=engine, **k))
+    args = build_parser().parse_args(["--net", str(net), "--vnnlib", str(holds), "--bab", "off", "--split", "off"])
+    loaded = load_program(args, "deeppoly")
+    assert vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]["verdict"] == "unsat"
+    args.split_deadline = time.monotonic() + 60.0
+    assert vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]["verdict"] == "unsat"
+    assert seen == [True, False]

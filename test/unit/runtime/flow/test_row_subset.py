@@ -8,22 +8,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cftest.nets import boxes, mlp, small_conv
+from cftest.nets import layered_case as _case
 from cfruntime import tensor as gb
 from cfruntime.flow import param_store
 from cfruntime.flow.engine import EngineError, run_certifier
 from cfruntime.flow.overrides import BoundOverride, check_overrides
 from cfruntime.flow.param_store import ParamStore
-
-
-def _case(kind: str):
-    if kind == "mlp":
-        net = mlp([4, 12, 12, 10, 3], seed=3)
-        lb, ub = boxes(4, batch=3, seed=2, radius=0.4)
-    else:
-        net = small_conv(seed=1)
-        lb, ub = boxes(50, batch=3, seed=4, radius=0.3)
-    return net, lb, ub
 
 
 def _layer_bounds(res, k: int, b: int):

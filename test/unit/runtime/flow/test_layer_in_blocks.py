@@ -1,0 +1,103 @@
+"""A layer whose rule does not fit in memory at once is computed a block of its neurons at a time
+(``engine._in_blocks``, :func:`cfruntime.flow.row_subset.bounds_in_blocks`): every layer's bounds equal
+the whole-layer run's, smaller blocks are tried while a block does not fit, and where blocks cannot help
+(a member that depends on the rows computed, or no block fits) the run ends out of memory as before."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from cftest.nets import layered_case as _case
+from cfruntime import tensor as gb
+from cfruntime.flow import engine
+from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
+
+OOM = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1048576 bytes. Error code 12"
+
+
+def _fits_up_to(cert, most: int, tries: list):
+    """``cert`` whose Affine rule fails to allocate when asked for more than ``most`` neurons at once
+    (the whole layer, or a block of rows); ``tries`` records the neurons asked for, per call."""
+    rule = cert.rules["Affine"]
+
+    def affine(rt, ctx):
+        asked = ctx.layer.size if ctx.rows is None else ctx.rows.numel()
+        tries.append(asked)
+        if asked > most:
+            raise RuntimeError(OOM)
+        return rule(rt, ctx)
+
+    return dataclasses.replace(cert, rules={**cert.rules, "Affine": affine})
+
+
+def _all_bounds(res, net, b):
+    return [tuple(gb.to_dense(res.store.get(layer.index, m)).expand(b, -1) for m in ("l", "u"))
+            for layer in net.layers]
+
+
+@pytest.mark.parametrize("name", ["deeppoly", "alpha_deeppoly", "skippoly"])
+@pytest.mark.parametrize("kind", ["mlp", "conv"])
+def test_bounds_in_blocks_equal_the_whole_layers(shipped, name, kind):
+    """Every affine layer fails at once and in blocks of more than 3 neurons: 4 blocks, then 16 (down to
+    at most 3 neurons each); every layer's bounds equal the run that fits (1e-12)."""
+    net, lb, ub = _case(kind)
+    cert = shipped.compiled(name)
+    whole = run_certifier(cert, net, lb, ub)
+    tries = []
+    blocks = run_certifier(_fits_up_to(cert, 3, tries), net, lb, ub)
+    b = lb.shape[0]
+    for (lo, hi), (blo, bhi) in zip(_all_bounds(whole, net, b), _all_bounds(blocks, net, b)):
+        torch.testing.assert_close(blo, lo, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(bhi, hi, rtol=1e-12, atol=1e-12)
+    wide = [layer.size for layer in net.layers[1:] if layer.kind == "affine" and layer.size > 3]
+    assert wide and max(tries) == max(wide)  # the whole layer was tried first
+    assert any(3 < t < max(wide) for t in tries)  # then blocks too big, then blocks that fit
+    for n in wide:  # a block of n/4 rows was tried before blocks of n/16
+        assert -(-n // engine.FIRST_BLOCKS) in tries
+
+
+def test_no_block_fits_ends_out_of_memory(shipped):
+    net, lb, ub = _case("mlp")
+    with pytest.raises(EngineOutOfMemory):
+        run_certifier(_fits_up_to(shipped.compiled("deeppoly"), 0, []), net, lb, ub)
+
+
+def test_a_member_that_depends_on_the_rows_ends_out_of_memory(shipped):
+    """ReuseCert stores each affine layer's back-substituted expressions: computed for a block of rows they
+    are not the layer's, so blocks cannot stand in for the whole layer."""
+    net, lb, ub = _case("mlp")
+    tries = []
+    with pytest.raises(EngineOutOfMemory):
+        run_certifier(_fits_up_to(shipped.compiled("reusecert"), 3, tries), net, lb, ub)
+    # the first affine layer's expressions are its own (over the inputs): 4 blocks of 3 stand in for it; the
+    # second's are back-substituted, so they differ per block: refused after its first block
+    assert tries == [12, 3, 3, 3, 3, 12, 3]
+
+
+def test_widened_and_gradient_runs_end_out_of_memory(shipped):
+    """Blocks serve plain runs only: a widened float32 run or one with gradients fails as before."""
+    net, lb, ub = _case("mlp")
+    cert = _fits_up_to(shipped.compiled("deeppoly"), 3, [])
+    with pytest.raises(EngineOutOfMemory):
+        run_certifier(cert, net, lb.float(), ub.float(), dtype=torch.float32)
+    lb = lb.clone().requires_grad_(True)
+    with pytest.raises(EngineOutOfMemory):
+        run_certifier(cert, net, lb, ub)
+
+
+def test_blocks_off_ends_out_of_memory_at_once(shipped):
+    """``blocks=False`` (``run_certifier`` and ``CompiledEngine``): out of memory after the whole layer's try."""
+    from cfmlir.engines import CompiledEngine
+
+    net, lb, ub = _case("mlp")
+    tries = []
+    cert = _fits_up_to(shipped.compiled("deeppoly"), 3, tries)
+    with pytest.raises(EngineOutOfMemory):
+        run_certifier(cert, net, lb, ub, blocks=False)
+    assert tries == [12]
+    with pytest.raises(EngineOutOfMemory):
+        CompiledEngine(cert, blocks=False).bounds(net, lb, ub)
+    assert CompiledEngine(cert).bounds(net, lb, ub)[0].shape == (3, 3)
