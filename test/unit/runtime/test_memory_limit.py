@@ -66,10 +66,11 @@ def test_an_allocation_past_the_limit_is_an_error_the_process_survives():
 def test_a_batch_past_the_limit_is_halved_and_gives_the_same_bounds():
     """DeepPoly on 32 boxes of a net with three layers of 1000 ReLUs (back-substitution coefficients of
     8 MB a box and layer; the batch of 32 peaks ~1.2 GB above a batch of 2): under a limit 500 MiB above the data
-    after a batch of 2, the batch of 32 runs out of memory and
-    ``in_batches`` halves it; the bounds equal those of the same slices run unlimited (the soft limit raised
-    again to the hard one; a batch of 32 differs from them in the last bits only, BLAS summing in another
-    order)."""
+    after a batch of 2, the batch of 32 runs out of memory and, without blocks of neurons
+    (``CompiledEngine.blocks = False``), ``in_batches`` halves it; the bounds equal those of the same slices run
+    unlimited (the soft limit raised again to the hard one; a batch of 32 differs from them in the last bits
+    only, BLAS summing in another order).  With blocks (the default) the batch of 32 runs whole, its layers a
+    block of neurons at a time, and its bounds are the unlimited batch of 32's (1e-12)."""
     out = _child("""
         import json, resource
         import numpy as np, torch
@@ -94,12 +95,19 @@ def test_a_batch_past_the_limit_is_halved_and_gives_the_same_bounds():
         run(0, 2)  # engine error)
         soft0, hard = resource.getrlimit(resource.RLIMIT_DATA)
         limit_data_memory(share=(500 << 20) / _kib_field("/proc/meminfo", "MemAvailable"))
+        engine.blocks = False
         parts, report = in_batches(run, 32, 32)
         limited = torch.cat([p[2] for p in parts])
+        engine.blocks = True
+        blocked, blocked_report = in_batches(run, 32, 32)
         resource.setrlimit(resource.RLIMIT_DATA, (soft0, hard))
         free = torch.cat([run(a, b) for a, b, _ in parts])  # the same slices, unlimited
+        whole = run(0, 32)
         print(json.dumps({"used": report.used, "shrinks": len(report.shrinks),
-                          "equal": bool(torch.equal(limited, free))}))
+                          "equal": bool(torch.equal(limited, free)),
+                          "blocked_used": blocked_report.used, "blocked_shrinks": len(blocked_report.shrinks),
+                          "blocked_equal": bool(torch.allclose(blocked[0][2], whole, rtol=1e-12, atol=1e-12))}))
     """)
     assert out["shrinks"] >= 1 and out["used"] < 32
     assert out["equal"], out
+    assert out["blocked_used"] == 32 and out["blocked_shrinks"] == 0 and out["blocked_equal"], out
