@@ -429,10 +429,7 @@ def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: 
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
         ctx.rows = rows
         values = list(cert.rules[op](rt, ctx))
-        for (_, letter, _), v in zip(members, values):
-            if letter in "PS" and getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
-                return None  # the member depends on the rows: not the layer's
-        return values
+        return None if _row_dependent(members, values, n) else values
 
     blocks = FIRST_BLOCKS
     while True:
@@ -468,12 +465,20 @@ def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool
     ctx.rows = None
     for pos, given in zip(bound_pos, (ov.lower, ov.upper)):
         values[pos] = scatter(values[pos], given, ov.rows)
-    for (name, letter, _), v in zip(members, values):
-        rows = getattr(getattr(v, "coeff", None), "shape", (0, layer.size))[1]
-        if letter in "PS" and rows not in (1, layer.size):
-            raise EngineError(f"certifier '{cert.name}': member '{name}' of layer {layer.index} depends on the rows "
-                              f"whose bounds are computed: bounds of some rows only are not supported")
+    name = _row_dependent(members, values, layer.size)
+    if name is not None:
+        raise EngineError(f"certifier '{cert.name}': member '{name}' of layer {layer.index} depends on the rows "
+                          f"whose bounds are computed: bounds of some rows only are not supported")
     return values
+
+
+def _row_dependent(members, values, n: int) -> str | None:
+    """The first PolyExp/SymExp member whose value, computed on some rows of an ``n``-neuron layer, has those
+    rows only (it depends on the rows, as a back-substituted expression does), else None."""
+    for (name, letter, _), v in zip(members, values):
+        if letter in "PS" and getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
+            return name
+    return None
 
 
 def _last_readers(layers) -> dict[int, list[int]]:
