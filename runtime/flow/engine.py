@@ -420,8 +420,7 @@ def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: 
     PolyExp member that depends on the rows computed, as ReuseCert's back-substituted expressions)."""
     from cfruntime.flow.row_subset import bounds_in_blocks  # noqa: PLC0415 - only a layer too big at once needs it
 
-    floats = [i for i, (_, letter, _) in enumerate(members) if letter in contract.NUMBER_LETTERS]
-    if sorted(floats) != sorted(bound_pos):
+    if not _floats_are_bounds(members, bound_pos):
         return failed
     n = layer.size
 
@@ -456,8 +455,7 @@ def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool
     override's (:mod:`cfruntime.flow.row_subset`)."""
     from cfruntime.flow.row_subset import scatter  # noqa: PLC0415
 
-    floats = [i for i, (_, letter, _) in enumerate(members) if letter in contract.NUMBER_LETTERS]
-    if widened or sorted(floats) != sorted(bound_pos):
+    if widened or not _floats_are_bounds(members, bound_pos):
         raise EngineError(f"certifier '{cert.name}': bounds of some rows only (layer {layer.index}) need an unwidened run "
                           f"and Float members that are the bounds only")
     ctx.rows = ov.rows
@@ -470,6 +468,13 @@ def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool
         raise EngineError(f"certifier '{cert.name}': member '{name}' of layer {layer.index} depends on the rows "
                           f"whose bounds are computed: bounds of some rows only are not supported")
     return values
+
+
+def _floats_are_bounds(members, bound_pos: tuple) -> bool:
+    """Whether the certifier's Float members are its lower and upper bounds only (what a rule run on some
+    rows can give per row)."""
+    floats = [i for i, (_, letter, _) in enumerate(members) if letter in contract.NUMBER_LETTERS]
+    return sorted(floats) == sorted(bound_pos)
 
 
 def _row_dependent(members, values, n: int) -> str | None:
