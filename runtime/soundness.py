@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from cfruntime.box_search import box_points, forward_upto, pgd
 from cfruntime.errors import PropertyError
 from cfruntime.network.graph import BINARY_FUNCTIONS, ELEMENTWISE_FUNCTIONS, Network, binary_image, elementwise_image
+from cfruntime.region_screen import screen_regions
 
 MARGIN = "margin"
 
@@ -182,87 +184,9 @@ class _Tracker:
         return out
 
 
-def _points(lb: torch.Tensor, ub: torch.Tensor, n_samples: int, n_vertices: int, gen: torch.Generator):
-    """For each sample: [P, n] points (uniform, vertices, centre, corners) tagged with their source."""
-    b, n = lb.shape
-    pts, src = [], []
-    if n_samples > 0:
-        u = torch.rand(b, n_samples, n, generator=gen, dtype=torch.float64)
-        pts.append(lb[:, None] + u * (ub - lb)[:, None])
-        src += ["sample"] * n_samples
-    pts.append(((lb + ub) / 2)[:, None])
-    pts.append(lb[:, None])
-    pts.append(ub[:, None])
-    src += ["sample", "vertex", "vertex"]
-    if n_vertices > 0:
-        free = (ub > lb).sum(dim=1).max().item()
-        if free > 0 and 2 ** free <= n_vertices:
-            k = 2 ** free
-            bits = ((torch.arange(k)[:, None] >> torch.arange(free)[None, :]) & 1).to(torch.float64)  # [k, free]
-            sel = torch.zeros(b, k, n, dtype=torch.float64)
-            for i in range(b):
-                idx = torch.nonzero(ub[i] > lb[i]).reshape(-1)
-                sel[i][:, idx[: bits.shape[1]]] = bits[:, : idx.numel()]
-        else:
-            k = n_vertices
-            sel = (torch.rand(b, k, n, generator=gen, dtype=torch.float64) < 0.5).to(torch.float64)
-        pts.append(lb[:, None] + sel * (ub - lb)[:, None])
-        src += ["vertex"] * k
-    return torch.cat(pts, dim=1), src
-
-
 def _margins(C: torch.Tensor, y: torch.Tensor, sample_ids: torch.Tensor) -> torch.Tensor:
     Cs = C[sample_ids] if C.dim() == 3 else C.unsqueeze(0).expand(y.shape[0], *C.shape)
     return torch.einsum("rkp,rp->rk", Cs.to(y.dtype), y)
-
-
-#: layer kinds whose derivative is 0 wherever it exists (steps): the attacks differentiate them as the
-#: identity (straight-through, as attacks on quantised nets do); their values stay the network's
-STEP_KINDS = frozenset({"sign", "floor"})
-
-
-def _forward_upto(network: Network, x: torch.Tensor, sample_ids, upto: int | None) -> list[torch.Tensor]:
-    """``network.forward_all`` of flat inputs ``x`` [R, n], stopped after layer ``upto`` (None: all), with
-    the gradient of a step layer (:data:`STEP_KINDS`) passed straight through: without it, PGD on a net of
-    Sign activations (traffic_signs_recognition_2023) gets a zero gradient and never moves."""
-    last = len(network.layers) - 1 if upto is None else min(upto, len(network.layers) - 1)
-    vals = [x]
-    for layer in network.layers[1:last + 1]:
-        v = layer.evaluate([vals[p] for p in layer.preds], sample_ids)
-        if layer.kind in STEP_KINDS and v.requires_grad:
-            before = vals[layer.preds[0]]
-            v = before + (v - before).detach()
-        vals.append(v)
-    return vals
-
-
-def _pgd(network: Network, lb, ub, sample_ids, objective, steps: int, gen: torch.Generator, start=None,
-         upto: int | None = None):
-    """Minimise ``objective(vals, y) -> [R]`` over rows of the boxes ``lb[sample_ids]..ub[sample_ids]``
-    (``vals``: the layers up to ``upto``, default all).  Returns (best_x [R, n], best_obj [R])."""
-    lo, hi = lb[sample_ids], ub[sample_ids]
-    if start is None:
-        x = lo + torch.rand(lo.shape, generator=gen, dtype=torch.float64) * (hi - lo)
-    else:
-        x = start.clone()
-    best_x = x.clone()
-    best = torch.full((x.shape[0],), math.inf, dtype=torch.float64)
-    width = hi - lo
-    for t in range(steps + 1):
-        x = x.detach().requires_grad_(True)
-        vals = _forward_upto(network, x, sample_ids, upto)
-        obj = objective(vals)
-        with torch.no_grad():
-            better = obj < best
-            best = torch.where(better, obj, best)
-            best_x[better] = x[better].detach()
-        if t == steps:
-            break
-        (g,) = torch.autograd.grad(obj.sum(), x)
-        step = width * (2.0 / steps) * (1.0 - t / (steps + 1))
-        with torch.no_grad():
-            x = torch.minimum(torch.maximum(x - step * g.sign(), lo), hi)
-    return best_x.detach(), best.detach()
 
 
 def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None = None, *, margin_bounds=None, C=None,
@@ -324,7 +248,7 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
         return vals[key]
 
     # 1+2: samples and vertices
-    pts, src = _points(lb, ub, n_samples, n_vertices, gen)  # [B, P, n]
+    pts, src = box_points(lb, ub, n_samples, n_vertices, gen)  # [B, P, n]
     P = pts.shape[1]
     src_arr = np.array(src)
     if stats is not None:
@@ -387,9 +311,9 @@ def check_bounds(network: Network, input_lb, input_ub, layer_bounds: dict | None
                         v = layer_vals(vals, key, ss)
                         return sg * v[torch.arange(v.shape[0]), nn]
 
-                    bx, _ = _pgd(network, lb, ub, ss, objective, pgd_steps, gen, upto=upto)
+                    bx, _ = pgd(network, lb, ub, ss, objective, pgd_steps, gen, upto=upto)
                     with torch.no_grad():
-                        vals = _forward_upto(network, bx, ss, upto)
+                        vals = forward_upto(network, bx, ss, upto)
                         v = layer_vals(vals, key, ss)
                     if inside is not None:
                         member = inside(vals, ss)
@@ -452,7 +376,7 @@ def attack_margins(network: Network, input_lb, input_ub, C, *, steps: int = 40, 
     for _ in range(restarts):
         def objective(vals):
             return _margins(C, vals[-1], ss)[torch.arange(ss.shape[0]), kk]
-        bx, bo = _pgd(network, lb, ub, ss, objective, steps, gen)
+        bx, bo = pgd(network, lb, ub, ss, objective, steps, gen)
         better = bo < best
         best = torch.where(better, bo, best)
         best_x[better] = bx[better]
@@ -464,6 +388,11 @@ def attack_margins(network: Network, input_lb, input_ub, C, *, steps: int = 40, 
 #: ``model_64_idx_8362_eps_1`` is missed, with 10 found in 33 s, where one row per disjunct and restart (126)
 #: took 255 s a run
 NEAREST_DISJUNCT_ROWS = 10
+
+
+#: :func:`vnnlib_counterexample`: a property of more input regions than this is attacked by
+#: :func:`cfruntime.region_screen.screen_regions` (all regions screened at once) rather than region by region
+MANY_REGIONS = 16
 
 
 def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps: int = 50, restarts: int = 3, seed: int = 0,
@@ -480,18 +409,23 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
     each minimising its disjunct's largest ``A y - b``): one forward and backward pass per
     step for all of them, so a wide network's weights are read once per step, not once per
     disjunct and restart.  The first row (in disjunct, then restart order) whose end point
-    the network puts in the disjunct is the answer.
+    the network puts in the disjunct is the answer.  A property of more than :data:`MANY_REGIONS` input
+    regions (nn4sys_2023: up to 60,000) is searched by :func:`cfruntime.region_screen.screen_regions`
+    instead (every region sampled at once, then PGD from the nearest regions; ``restarts`` and
+    ``nearest_rows``: its rows per region).
     """
     from cfruntime.properties.vnnlib import output_in_disjunct
 
     if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
         raise PropertyError(f"property has {prop.num_inputs} inputs/{prop.num_outputs} outputs, the network "
                             f"{network.input_size}/{network.output_size}")
+    if len(prop.regions) > MANY_REGIONS:  # one screening of all regions, then PGD from the nearest
+        return screen_regions(network, prop, n_samples=n_samples, steps=steps, rows=max(restarts, nearest_rows), seed=seed)
     gen = torch.Generator().manual_seed(seed)
     for ri, reg in enumerate(prop.regions):
         lb = torch.from_numpy(reg.lb).reshape(1, -1)
         ub = torch.from_numpy(reg.ub).reshape(1, -1)
-        pts, _ = _points(lb, ub, n_samples, 16, gen)
+        pts, _ = box_points(lb, ub, n_samples, 16, gen)
         with torch.no_grad():
             ys = network.forward(pts[0])
         for x, y in zip(pts[0], ys):
@@ -505,14 +439,14 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
             A, b = _stacked_disjuncts(reg.disjuncts, 1)
             rows = max(restarts, nearest_rows)
             ss = torch.zeros(rows, dtype=torch.int64)
-            bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("djo,ro->rdj", A, vals[-1]) - b).amax(dim=2)
+            bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("djo,ro->rdj", A, vals[-1]) - b).amax(dim=2)
                          .amin(dim=1), steps, gen)
             hit = _first_in_region(network, reg, bx)
             if hit is not None:
                 return (ri, *hit)
         A, b = _stacked_disjuncts(reg.disjuncts, restarts)
         ss = torch.zeros(A.shape[0], dtype=torch.int64)
-        bx, _ = _pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
+        bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
         hit = _first_in_region(network, reg, bx)
         if hit is not None:
             return (ri, *hit)

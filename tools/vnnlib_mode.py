@@ -64,7 +64,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
                 # under a time limit a layer too big for memory ends the pass (the attack has the time left)
                 # rather than running a block of neurons at a time (engine.CompiledEngine)
                 engine.blocks = False
-            res = certify(None, net, prop, engine=engine, check=check, proof=proof)
+            batch = args.batch_size if getattr(args, "batch_size_given", False) else REGION_BATCH
+            res = certify(None, net, prop, engine=engine, check=check, proof=proof, batch_size=batch, device=args.device)
         except EngineOutOfMemory as exc:  # nothing is proved; the attack goes on (sat or unknown, not an error)
             out_of_memory = str(exc)
             v, lows, highs = "unknown", [], []
@@ -114,6 +115,10 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         lines.append(f"check:     {check.summary()}")
     return out, lines, check_error_line(check), proof.warning()
 
+
+#: input regions of a property bounded in one engine call unless ``--batch-size`` says (halved when out of
+#: memory): nn4sys_2023's ``lindex`` properties have 200 to 60,000 regions of one input each
+REGION_BATCH = 1024
 
 #: ``--max-boxes`` by default: without a time limit, and under one (where the deadline stops the search)
 MAX_BOXES_UNTIMED, MAX_BOXES_TIMED = 20_000, 1_000_000

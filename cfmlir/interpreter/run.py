@@ -17,7 +17,7 @@ The output property is a final affine layer of margins: ``Network.with_margin_la
 ``C[j] = e_true - e_j`` (the true label's row is 0, its bounds are reported as exactly 0), folded
 into the network's last affine layer when there is one; the margin bounds are that layer's Float
 lower/upper members, and the sample is certified iff every margin ``j != true`` has a lower bound
-``> 0``.  For VNN-LIB properties (:func:`vnnlib_row_bounds`) the margin rows are the rows ``A`` of
+``> 0``.  For VNN-LIB properties (``cfmlir.certify`` on a ``VnnlibProperty``) the margin rows are the rows ``A`` of
 the constraints ``A y <= b`` of every disjunct (the counterexample region); a disjunct is refuted
 when some row has ``lower(A_r y) > b_r``, and the property is ``unsat`` when every disjunct of every
 input box is refuted.
@@ -144,25 +144,3 @@ def certify_sample(prog: CompiledProgram, network, lo, hi, label: int, keep_anal
     ub[label] = 0.0
     certified = all(lb[j] > 0 for j in range(k) if j != label)
     return SampleResult(int(label), lb, ub, certified, res if keep_analysis else None)
-
-
-def vnnlib_row_bounds(prog: CompiledProgram, network, prop, bounds=None) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Lower/upper bounds of the stacked constraint rows ``A y`` of every input region of a
-    :class:`cfruntime.properties.VnnlibProperty` (one array per region).  ``bounds(margin_net, lb, ub)``
-    computes them (default: this interpreter; ``cf-run`` passes the compiled engine)."""
-    if bounds is None:
-        def bounds(mnet, lb, ub):
-            res = analyze(prog, mnet, lb, ub)
-            return res.lower, res.upper
-    lows, highs = [], []
-    for reg in prop.regions:
-        A, _b, _groups = reg.stacked()
-        if A.shape[0] == 0:
-            lows.append(np.zeros(0))
-            highs.append(np.zeros(0))
-            continue
-        mnet = network.with_margin_layer(torch.from_numpy(np.asarray(A, dtype=np.float64)))
-        lo, hi = bounds(mnet, reg.lb, reg.ub)
-        lows.append(np.asarray(lo, dtype=np.float64))
-        highs.append(np.asarray(hi, dtype=np.float64))
-    return lows, highs

@@ -39,7 +39,9 @@ from cfruntime.errors import VnnlibError
 from cfruntime.gzio import read_text
 
 _VAR_RE = re.compile(r"^([XY])_(\d+)$")
-_MAX_DISJUNCTS = 100000
+#: a guard against a formula whose disjunctive normal form explodes (an ``and`` of ``or``s multiplies); a flat
+#: ``or`` may be long (nn4sys_2023's ``lindex_60000``: 120,000 disjuncts)
+_MAX_DISJUNCTS = 1_000_000
 #: The most ``and``/``or`` alternations a formula may nest (a chain of one operator, such as
 #: ``(and a (and b (and c ...)))``, is flattened and may be of any length).
 MAX_FORMULA_DEPTH = 100
@@ -131,26 +133,18 @@ class _List(list):
     line: int
 
 
+#: a token: a parenthesis or a run of characters that are neither space, parenthesis nor ``;`` (a comment's start)
+_TOKEN_RE = re.compile(r"[()]|[^\s();]+")
+
+
 def _tokenize(text: str, src: str):
+    """``(token, line)`` pairs; ``;`` starts a comment to the end of its line (one regex scan per line:
+    nn4sys_2023's ``lindex_60000`` has 120,000 lines)."""
     toks = []
+    find = _TOKEN_RE.findall
     for lineno, line in enumerate(text.splitlines(), start=1):
-        i, n = 0, len(line)
-        while i < n:
-            ch = line[i]
-            if ch == ";":
-                break
-            if ch.isspace():
-                i += 1
-                continue
-            if ch in "()":
-                toks.append((ch, lineno))
-                i += 1
-                continue
-            j = i
-            while j < n and not line[j].isspace() and line[j] not in "();":
-                j += 1
-            toks.append((line[i:j], lineno))
-            i = j
+        cut = line.find(";")
+        toks.extend([(tok, lineno) for tok in find(line if cut < 0 else line[:cut])])
     return toks
 
 
@@ -158,21 +152,22 @@ def _read(text: str, src: str) -> list:
     toks = _tokenize(text, src)
     stack: list[_List] = []
     top: list = []
+    push, pop = stack.append, stack.pop
     for tok, line in toks:
         if tok == "(":
             lst = _List()
             lst.line = line
-            stack.append(lst)
+            push(lst)
         elif tok == ")":
             if not stack:
                 raise VnnlibError("unbalanced parentheses: unexpected ')'", file=src, line=line)
-            done = stack.pop()
+            done = pop()
             (stack[-1] if stack else top).append(done)
         else:
-            a = _Atom(tok)
-            a.line = line
             if not stack:
                 raise VnnlibError(f"unexpected '{tok}' outside parentheses", file=src, line=line)
+            a = _Atom(tok)
+            a.line = line
             stack[-1].append(a)
     if stack:
         raise VnnlibError("unbalanced parentheses: missing ')'", file=src, line=stack[-1].line)

@@ -216,8 +216,8 @@ def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
                      + ["(assert (or (and (>= Y_0 1000) (>= Y_1 1000)) (and (>= Y_0 9.9))))"])
     prop = parse_vnnlib(text=text)
     calls = []
-    real = soundness._pgd
-    monkeypatch.setattr(soundness, "_pgd", lambda *a, **k: calls.append(a[3].shape[0]) or real(*a, **k))
+    real = soundness.pgd
+    monkeypatch.setattr(soundness, "pgd", lambda *a, **k: calls.append(a[3].shape[0]) or real(*a, **k))
     ri, x, y = vnnlib_counterexample(net, prop, restarts=3, nearest_rows=0)
     assert calls == [6]  # 2 disjuncts x 3 restarts, one call
     assert float(y[0]) >= 9.9 and bool((x >= 0).all() and (x <= 1).all())
@@ -234,8 +234,9 @@ def test_the_attack_runs_every_disjunct_and_restart_in_one_pgd(monkeypatch):
 def test_the_attack_passes_the_gradient_straight_through_sign_layers(monkeypatch):
     """Y_0 = sum_i (-1)^i sign(x_i - 0.5) over x in [0, 1]^20: ``Y_0 >= 19.5`` needs every one of the 20 signs
     right (one corner region in 2^20; no sample gets there).  Sign's derivative is 0, so PGD would never move;
-    differentiated as the identity (``soundness.STEP_KINDS``) it walks to the corner, and the point found is
+    differentiated as the identity (``box_search.STEP_KINDS``) it walks to the corner, and the point found is
     the network's own (the values are exact).  Without the straight-through gradient nothing is found."""
+    import cfruntime.box_search as box_search
     import cfruntime.soundness as soundness
     from cfruntime.network.graph import Layer, Network
 
@@ -253,5 +254,31 @@ def test_the_attack_passes_the_gradient_straight_through_sign_layers(monkeypatch
     prop = parse_vnnlib(text=text)
     ri, x, y = vnnlib_counterexample(net, prop)
     assert float(y[0]) == 20.0 and float(net.forward(x.reshape(1, -1))[0, 0]) == 20.0
-    monkeypatch.setattr(soundness, "STEP_KINDS", frozenset())
+    monkeypatch.setattr(box_search, "STEP_KINDS", frozenset())
     assert vnnlib_counterexample(net, prop) is None
+
+
+def test_comments_and_tokens_next_to_parentheses():
+    text = "\n".join(["(declare-const X_0 Real);x", "(declare-const Y_0 Real) ; y (", "; (assert (<= X_0 5))",
+                      "(assert (<= X_0 1.5));(", "(assert(>= X_0 -1)) (assert (or (<= Y_0 0;)", ")))"])
+    prop = parse_vnnlib(text=text)
+    assert prop.input_lb.tolist() == [-1.0] and prop.input_ub.tolist() == [1.5]
+    assert [(A.tolist(), b.tolist()) for A, b in prop.disjuncts] == [([[1.0]], [0.0])]
+
+
+def test_a_long_flat_or_parses_and_a_product_past_the_limit_does_not(monkeypatch):
+    """The limit guards the disjunctive normal form's products (an ``and`` of ``or``s); a flat ``or`` of many
+    input boxes (nn4sys_2023's ``lindex_60000``: 120,000) is within it, beyond the limit it is an error."""
+    import cfruntime.properties.vnnlib as vnnlib
+
+    head = ["(declare-const X_0 Real)", "(declare-const Y_0 Real)"]
+    flat = head + ["(assert (or " + " ".join(f"(and (>= X_0 {i}) (<= X_0 {i}.5) (<= Y_0 {i}))" for i in range(300)) + "))"]
+    prop = parse_vnnlib(text="\n".join(flat))
+    assert len(prop.regions) == 300 and prop.regions[299].ub.tolist() == [299.5]
+    monkeypatch.setattr(vnnlib, "_MAX_DISJUNCTS", 299)
+    with pytest.raises(VnnlibError, match="more than 299 disjuncts"):
+        parse_vnnlib(text="\n".join(flat))
+    monkeypatch.setattr(vnnlib, "_MAX_DISJUNCTS", 20)
+    ors = " ".join("(or (<= Y_0 1) (<= Y_0 2) (<= Y_0 3))" for _ in range(3))  # 27 conjunctions
+    with pytest.raises(VnnlibError, match="more than 20 disjuncts in disjunctive normal form"):
+        parse_vnnlib(text="\n".join(head + ["(assert (and (<= X_0 1) (>= X_0 0)))", f"(assert (and {ors}))"]))
