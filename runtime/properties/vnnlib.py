@@ -133,6 +133,12 @@ class _List(list):
     line: int
 
 
+def _line(x) -> int:
+    """The line of a token or list (:func:`_read`), 1 where there is none (:func:`_read_fast`, whose errors
+    are reported again by :func:`_read`)."""
+    return getattr(x, "line", 1)
+
+
 #: a token: a parenthesis or a run of characters that are neither space, parenthesis nor ``;`` (a comment's start)
 _TOKEN_RE = re.compile(r"[()]|[^\s();]+")
 
@@ -174,6 +180,38 @@ def _read(text: str, src: str) -> list:
     return top
 
 
+_COMMENT_RE = re.compile(r";[^\n]*")
+
+
+def _read_fast(text: str) -> list:
+    """:func:`_read` without line numbers (no :class:`_Atom`, no line on a :class:`_List`): about 10x
+    faster and leaner on nn4sys_2023's properties (84 MB of text, 28 million tokens: 14 GB through
+    :func:`_read`).  Any error raises a bare :class:`VnnlibError`; :func:`parse_vnnlib` then reads the text
+    again with :func:`_read` for the message with its line."""
+    top: list = []
+    stack: list = []
+    cur = top
+    push, pop = stack.append, stack.pop
+    for line in _COMMENT_RE.sub("", text).split("\n"):
+        for tok in _TOKEN_RE.findall(line):
+            if tok == "(":
+                new = _List()
+                cur.append(new)
+                push(cur)
+                cur = new
+            elif tok == ")":
+                if not stack:
+                    raise VnnlibError("unbalanced parentheses")
+                cur = pop()
+            elif cur is top:
+                raise VnnlibError("a token outside parentheses")
+            else:
+                cur.append(tok)
+    if stack:
+        raise VnnlibError("unbalanced parentheses")
+    return top
+
+
 # ---------------------------------------------------------------------------------------------
 # parser
 # ---------------------------------------------------------------------------------------------
@@ -195,6 +233,10 @@ def parse_vnnlib(path: str | Path | None = None, *, text: str | None = None, sou
         src = source or str(p)
     else:
         src = source or (str(path) if path is not None else "<vnnlib>")
+    try:  # the fast reader first; on any error the exact one, for the message with its line
+        return _Parser(src).parse(_read_fast(text))
+    except VnnlibError:
+        pass
     return _Parser(src).parse(_read(text, src))
 
 
@@ -210,25 +252,25 @@ class _Parser:
         asserts = []
         for e in exprs:
             if not isinstance(e, _List) or not e or isinstance(e[0], _List):
-                raise self.err("expected a command like (declare-const ...) or (assert ...)", e.line)
+                raise self.err("expected a command like (declare-const ...) or (assert ...)", _line(e))
             head = e[0]
             if head == "declare-const":
                 if len(e) != 3 or isinstance(e[1], _List) or isinstance(e[2], _List):
-                    raise self.err("expected (declare-const <name> Real)", e.line)
+                    raise self.err("expected (declare-const <name> Real)", _line(e))
                 name, typ = e[1], e[2]
                 if not _VAR_RE.match(name):
-                    raise self.err(f"variable '{name}' must be named X_<i> (input) or Y_<j> (output)", e.line)
+                    raise self.err(f"variable '{name}' must be named X_<i> (input) or Y_<j> (output)", _line(e))
                 if typ != "Real":
-                    raise self.err(f"variable '{name}' has type '{typ}'; only Real is supported", e.line)
+                    raise self.err(f"variable '{name}' has type '{typ}'; only Real is supported", _line(e))
                 if name in self.decl:
-                    raise self.err(f"variable '{name}' declared twice", e.line)
-                self.decl[name] = e.line
+                    raise self.err(f"variable '{name}' declared twice", _line(e))
+                self.decl[name] = _line(e)
             elif head == "assert":
                 if len(e) != 2:
-                    raise self.err("expected (assert <formula>)", e.line)
+                    raise self.err("expected (assert <formula>)", _line(e))
                 asserts.append(e[1])
             else:
-                raise self.err(f"unsupported command '{head}'", e.line)
+                raise self.err(f"unsupported command '{head}'", _line(e))
         self.n_in = self._count("X")
         self.n_out = self._count("Y")
         if self.n_in == 0:
@@ -238,7 +280,7 @@ class _Parser:
         # DNF of the conjunction of all asserts; a conjunct is a list of atoms
         dnf = [[]]
         for a in asserts:
-            dnf = self._and(dnf, self._dnf(a), getattr(a, "line", 1))
+            dnf = self._and(dnf, self._dnf(a), _line(a))
         regions: dict[tuple, InputRegion] = {}
         for conj in dnf:
             lb = np.full(self.n_in, -np.inf)
@@ -293,14 +335,14 @@ class _Parser:
             g = todo.pop()
             if isinstance(g, _List) and g and not isinstance(g[0], _List) and g[0] == head:
                 if head == "or" and len(g) < 2:
-                    raise self.err("empty (or)", g.line)
+                    raise self.err("empty (or)", _line(g))
                 todo.extend(reversed(g[1:]))
             else:
                 out.append(g)
         return out
 
     def _dnf(self, f, depth: int = 1) -> list[list]:
-        line = getattr(f, "line", 1)
+        line = _line(f)
         if not isinstance(f, _List) or not f:
             raise self.err(f"expected a formula, got '{f}'" if not isinstance(f, _List) else "empty formula '()'", line)
         head = f[0]
@@ -328,7 +370,9 @@ class _Parser:
 
     def _term(self, t):
         """('var', name) or ('num', value)."""
-        line = getattr(t, "line", 1)
+        if not isinstance(t, _List) and t in self.decl:  # a declared name (X_i, Y_j) is never a number
+            return ("var", str(t))
+        line = _line(t)
         if isinstance(t, _List):
             if len(t) == 2 and t[0] == "-" and not isinstance(t[1], _List):
                 v = self._number(t[1])
@@ -356,7 +400,7 @@ class _Parser:
         return v
 
     def _atom(self, f):
-        line = f.line
+        line = _line(f)
         if len(f) != 3:
             raise self.err(f"'{f[0]}' takes exactly two arguments", line)
         op = f[0]

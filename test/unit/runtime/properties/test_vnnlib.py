@@ -282,3 +282,30 @@ def test_a_long_flat_or_parses_and_a_product_past_the_limit_does_not(monkeypatch
     ors = " ".join("(or (<= Y_0 1) (<= Y_0 2) (<= Y_0 3))" for _ in range(3))  # 27 conjunctions
     with pytest.raises(VnnlibError, match="more than 20 disjuncts in disjunctive normal form"):
         parse_vnnlib(text="\n".join(head + ["(assert (and (<= X_0 1) (>= X_0 0)))", f"(assert (and {ors}))"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(properties(), min_size=1, max_size=3))
+def test_the_fast_reader_reads_what_the_exact_one_reads(props):
+    """``parse_vnnlib`` reads with ``_read_fast`` (no line numbers) and falls back to ``_read`` only on an
+    error: on valid text both give the same property (several input boxes included)."""
+    from cfruntime.properties.vnnlib import _Parser, _read, _read_fast
+
+    n_in, n_out = props[0].num_inputs, props[0].num_outputs
+    same = [p for p in props if (p.num_inputs, p.num_outputs) == (n_in, n_out)]
+    prop = VnnlibProperty(n_in, n_out, [reg for p in same for reg in p.regions])
+    text = to_vnnlib(prop)
+    fast = _Parser("t").parse(_read_fast(text))
+    assert fast == _Parser("t").parse(_read(text, "t"))
+    # boxes that coincide are one region of their disjuncts together
+    assert sum(len(r.disjuncts) for r in fast.regions) == sum(len(r.disjuncts) for r in prop.regions)
+
+
+@pytest.mark.parametrize("text", ["(assert (<= X_0 1)", "(assert (<= X_0 1)))", "X_0 (assert (<= X_0 1))"])
+def test_the_fast_reader_refuses_what_the_exact_one_refuses(text):
+    from cfruntime.properties.vnnlib import _read, _read_fast
+
+    with pytest.raises(VnnlibError):
+        _read_fast(text)
+    with pytest.raises(VnnlibError):
+        _read(text, "t")
