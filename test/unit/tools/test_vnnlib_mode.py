@@ -17,3 +17,10 @@ def test_the_summary_says_when_and_why_split_multipliers_were_not_used():
     # with them, or not asked for (--bab-beta off: no "beta" entry), nothing is added
     assert "multipliers" not in _bab_summary(BabOutcome("unsat", stats={**STATS, "beta": "on"}))
     assert _bab_summary(BabOutcome("unsat", stats=dict(STATS))) == "120 subdomains in 4 rounds, 60/s, relu splits"
+
+
+def test_many_regions_splits_are_counted_not_listed():
+    kinds = ["none"] * 4998 + ["input", "none", "relu"]
+    text = _bab_summary(BabOutcome("unsat", stats={**STATS, "branching": kinds}))
+    assert text == "120 subdomains in 4 rounds, 60/s, splits per region: none 4999, input 1, relu 1"
+    assert _bab_summary(BabOutcome("unsat", stats={**STATS, "branching": ["none", "input"]})).endswith("none/input splits")
