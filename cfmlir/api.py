@@ -199,9 +199,10 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     :class:`Result`, a :class:`cfruntime.properties.VnnlibProperty` a :class:`VnnlibResult`.
 
     Hooks (all optional): ``check(margin_network, lb, ub, layers, first)`` is called after each batch
-    (robustness: boxes ``first...`` of ``prop``; VNN-LIB: input regions ``first...``) with every layer's bounds (see :mod:`cfmlir.engines`); its seconds are ``times["check_s"]``,
-    not counted in ``analysis_s`` (``cf-run --check`` is such a hook).  ``on_batch(start, stop)`` after
-    each batch (a progress bar); ``on_shrink(old, new, why)`` when a batch did not fit in memory.
+    (robustness: boxes ``first...`` of ``prop``; VNN-LIB: input regions ``first...``) with every layer's
+    bounds (see :mod:`cfmlir.engines`); its seconds are ``times["check_s"]``, not counted in ``analysis_s``
+    (``cf-run --check`` is such a hook).  ``on_batch(start, stop)`` after each batch (a progress bar);
+    ``on_shrink(old, new, why)`` when a batch did not fit in memory.
 
     ``ray``: None (this process), or a Ray cluster's address (``"local"``/True: a local one), which
     analyses the batches of a robustness property as Ray tasks (:mod:`cfmlir.distributed`, the extra
