@@ -30,7 +30,7 @@ import torch
 from cfruntime.box_search import box_points, forward_upto, pgd
 from cfruntime.errors import PropertyError
 from cfruntime.network.graph import BINARY_FUNCTIONS, ELEMENTWISE_FUNCTIONS, Network, binary_image, elementwise_image
-from cfruntime.region_screen import screen_regions
+from cfruntime.region_screen import padded_disjuncts, screen_regions
 
 MARGIN = "margin"
 
@@ -436,7 +436,7 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
         if not reg.disjuncts or restarts < 1:
             continue
         if len(reg.disjuncts) > 1 and nearest_rows > 0:  # first rows for all disjuncts at once: the nearest one's
-            A, b = _stacked_disjuncts(reg.disjuncts, 1)
+            A, b = _stacked_disjuncts(reg, 1)
             rows = max(restarts, nearest_rows)
             ss = torch.zeros(rows, dtype=torch.int64)
             bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("djo,ro->rdj", A, vals[-1]) - b).amax(dim=2)
@@ -444,7 +444,7 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
             hit = _first_in_region(network, reg, bx)
             if hit is not None:
                 return (ri, *hit)
-        A, b = _stacked_disjuncts(reg.disjuncts, restarts)
+        A, b = _stacked_disjuncts(reg, restarts)
         ss = torch.zeros(A.shape[0], dtype=torch.int64)
         bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
         hit = _first_in_region(network, reg, bx)
@@ -466,15 +466,9 @@ def _first_in_region(network: Network, reg, xs: torch.Tensor):
     return None
 
 
-def _stacked_disjuncts(disjuncts, restarts: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(A [D * restarts, J, out], b [D * restarts, J])``: each disjunct's ``A y <= b`` repeated for its
-    restarts (row ``d * restarts + r``), padded to the longest with rows ``0 y - inf`` that never attain
-    the largest ``A y - b``."""
-    J = max(A.shape[0] for A, _ in disjuncts)
-    out = disjuncts[0][0].shape[1]
-    As = torch.zeros(len(disjuncts), J, out, dtype=torch.float64)
-    bs = torch.full((len(disjuncts), J), math.inf, dtype=torch.float64)
-    for d, (A, b) in enumerate(disjuncts):
-        As[d, :A.shape[0]] = torch.from_numpy(A)
-        bs[d, :A.shape[0]] = torch.from_numpy(b)
-    return As.repeat_interleave(restarts, 0), bs.repeat_interleave(restarts, 0)
+def _stacked_disjuncts(region, restarts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(A [D * restarts, J, out], b [D * restarts, J])``: each of ``region``'s disjuncts ``A y <= b`` repeated
+    for its restarts (row ``d * restarts + r``), padded to the longest with rows ``0 y - inf`` that never attain
+    the largest ``A y - b`` (:func:`cfruntime.region_screen.padded_disjuncts` of the one region)."""
+    A, b = padded_disjuncts([region], region.disjuncts[0][0].shape[1])
+    return A[0].repeat_interleave(restarts, 0), b[0].repeat_interleave(restarts, 0)
