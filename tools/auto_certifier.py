@@ -3,8 +3,8 @@
 ``alpha_deeppoly`` with the root of branch and bound optimised (:data:`BAB_OPTIMIZE` iterations, or
 :data:`BAB_OPTIMIZE_PRODUCTS` on a network with products of two computed values; not the first pass, not when
 the search splits the input box), except on networks with residual joins and no sigmoid, tanh or product of two
-computed values, where ``deeppoly`` (ERAN's lines).  Measured on the VNN-COMP 2021 subsets of
-``bench/bab_compare.py`` (60 s, 2026-11-29, docs/bab.md):
+computed values, where ``deeppoly`` (ERAN's lines), and on *wide networks of few inputs*, where ``crown_ibp``.
+Measured on the VNN-COMP 2021 subsets of ``bench/bab_compare.py`` (60 s, 2026-11-29, docs/bab.md):
 
 * sigmoid/tanh: CROWN's S-curve lines (one pass verifies 20 of the 36 eran sigmoid instances, DeepPoly 9);
 * ReLU without residual joins: oval21 3 decided of 5 against deeppoly's 2 (the root's slopes, carried and
@@ -17,11 +17,20 @@ computed values, where ``deeppoly`` (ERAN's lines).  Measured on the VNN-COMP 20
   competition's 100 s, deeppoly does not, and 20 iterations (~6.5 s each there) use up the limit at the root
   (docs/vnncomp.md, 2026-12-01).
 
+* wide networks of few inputs (at most :data:`FEW_INPUTS`, so branch and bound splits the input box, and a
+  layer of at least :data:`WIDE_LAYER` neurons): ``crown_ibp``.  Its intermediate bounds are intervals, which
+  the input splits tighten, and it back-substitutes the output rows only, where DeepPoly back-substitutes every
+  neuron of every layer: on cgan_2023's generators (5 inputs, transposed convolutions up to 32x30x30 = 28,800
+  neurons) deeppoly's first pass runs out of memory (2.7 GiB more) and ``cGAN_imgSz32_nCh_1`` prop_3 stays
+  unknown in the competition's 900 s, where crown_ibp's branch and bound proves it in 236 s (2026-12-02,
+  docs/vnncomp.md).  Among the VNN-COMP 2024 networks only cgan_2023's are such (ACAS Xu: 5 inputs, layers of
+  50; tllverifybench: 2 inputs, 2,048; nn4sys lindex: 1 input, 128).
+
 On ReLU networks ``alpha_deeppoly``'s first pass equals ``deeppoly``'s.  The network is read once more for its
 graph only (an unreadable file is left to the loader, which names the problem).
 
 Example: ``cf-run --certifier auto --net ffnnSIGMOID__Point_6x200.onnx --vnnlib P`` runs ``alpha_deeppoly``,
-``--net resnet_2b.onnx`` ``deeppoly``.
+``--net resnet_2b.onnx`` ``deeppoly``, ``--net cGAN_imgSz32_nCh_1.onnx`` ``crown_ibp``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from cfmlir.bab.options import AUTO_MAX_FREE_INPUTS
 from cfmlir.tools.run_args import DEFAULT_CERTIFIER
 
 AUTO = "auto"
@@ -44,6 +54,11 @@ BAB_OPTIMIZE_PRODUCTS = 5
 PRODUCTS = frozenset({"Mul", "MatMul", "Div"})
 #: the shipped certifiers ``auto`` may choose that have parameters
 PARAMETRIC = frozenset({"alpha_deeppoly"})
+#: a network of at most this many inputs (branch and bound splits its input box: ``cfmlir.bab.options``) ...
+FEW_INPUTS = AUTO_MAX_FREE_INPUTS
+#: ... with a layer of at least this many neurons gets :data:`WIDE_FEW_INPUTS` (module docstring)
+WIDE_LAYER = 8192
+WIDE_FEW_INPUTS = "crown_ibp"
 
 
 def apply(args) -> str:
@@ -64,11 +79,14 @@ def resolve(certifier: str | None, net: str | None) -> str:
 
 
 class _Facts(NamedTuple):
-    """What ``auto`` reads from a graph: its operator types and its joins and products of computed values."""
+    """What ``auto`` reads from a graph: its operator types, its joins and products of computed values, the
+    size of its input and of its widest computed value (0 where the shapes cannot be inferred)."""
 
     op_types: frozenset
     residual_joins: int
     products: int
+    inputs: int = 0
+    widest: int = 0
 
 
 def _choose(certifier: str | None, net: str | None) -> tuple[str, _Facts | None]:
@@ -80,7 +98,15 @@ def _choose(certifier: str | None, net: str | None) -> tuple[str, _Facts | None]
     if net is None:  # the shipped default network: ReLU
         return DEFAULT_CERTIFIER, None
     facts = _facts(Path(net))
+    if _wide_few_inputs(facts):
+        return WIDE_FEW_INPUTS, facts
     return ("alpha_deeppoly" if _parametric_pays(facts) else DEFAULT_CERTIFIER), facts
+
+
+def _wide_few_inputs(facts: _Facts | None) -> bool:
+    """Whether a graph has at most :data:`FEW_INPUTS` inputs and a computed value of at least
+    :data:`WIDE_LAYER` entries (False when it could not be read or its shapes not inferred)."""
+    return facts is not None and 0 < facts.inputs <= FEW_INPUTS and facts.widest >= WIDE_LAYER
 
 
 def _parametric_pays(facts: _Facts | None) -> bool:
@@ -96,7 +122,30 @@ def _facts(path: Path) -> _Facts | None:
     model = _load(path)
     if model is None:
         return None
-    return _Facts(frozenset(node.op_type for node in model.graph.node), residual_joins(model), products(model))
+    return _Facts(frozenset(node.op_type for node in model.graph.node), residual_joins(model), products(model),
+                  *input_and_widest(model))
+
+
+def input_and_widest(model) -> tuple[int, int]:
+    """``(inputs, widest)``: the number of entries of ``model``'s first graph input that is not a weight, and of
+    its largest value whose shape ONNX's shape inference gives (a batch dimension of unknown size counts 1);
+    ``(0, 0)`` where either cannot be read."""
+    import math
+
+    import onnx
+
+    weights = {t.name for t in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in weights]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - a graph ONNX cannot infer: no facts about sizes
+        return 0, 0
+
+    def size(value) -> int:
+        return math.prod(d.dim_value or 1 for d in value.type.tensor_type.shape.dim)
+
+    values = list(inferred.graph.value_info) + list(inferred.graph.output)
+    return (size(inputs[0]) if inputs else 0), max((size(v) for v in values), default=0)
 
 
 def residual_joins(model) -> int:

@@ -600,7 +600,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
 
-    workers: dict[str, Worker] = {}  # one per certifier (two at most with --certifier auto)
+    workers: dict[str, Worker] = {}  # one per certifier (three at most with --certifier auto)
     chosen: dict = {}
     try:
         for inst in instances:

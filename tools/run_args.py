@@ -60,8 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action=_VersionAction)
     p.add_argument("--certifier", default=None, help=f"shipped certifier name or path to a .cf file (default {DEFAULT_CERTIFIER}); 'auto': "
                    "chosen per network: alpha_deeppoly (its parameters optimised at the root of branch and bound), deeppoly "
-                   "on ReLU networks with residual joins and no product of two values; with --instances, for each "
-                   "line's network")
+                   "on ReLU networks with residual joins and no product of two values, crown_ibp on networks of at most 16 "
+                   "inputs with a layer of 8192 neurons or more; with --instances, for each line's network")
     p.add_argument("--net", default=None, help="ONNX network (default: the shipped mnist_relu_3_50.onnx)")
     p.add_argument("--data", default=None, help="ERAN CSV file of test images (label, pixels 0..255)")
     p.add_argument("--eps", default=None, help="L-infinity radius in [0,1] pixel units (dataset mode)")

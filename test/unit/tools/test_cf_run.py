@@ -187,19 +187,24 @@ def _product_model(rng):
 
 @pytest.mark.parametrize("activation, chosen", [("sigmoid", "alpha_deeppoly"), ("tanh", "alpha_deeppoly"),
                                                 ("relu", "alpha_deeppoly"), ("residual", "deeppoly"),
-                                                ("product", "alpha_deeppoly")])
+                                                ("product", "alpha_deeppoly"), ("wide", "crown_ibp")])
 @pytest.mark.parametrize("timeout", [(), ("--timeout", "60")], ids=["in_process", "worker"])
 def test_auto_certifier_follows_the_activations(tmp_path, activation, chosen, timeout):
     """``--certifier auto``: alpha_deeppoly (CROWN's S-curve lines, the root's slopes optimised in branch and
     bound) on a sigmoid, tanh or plain ReLU net and on one with a product of two values (alpha_deeppoly has
-    that rule too), deeppoly on a ReLU net with a residual join (a bias ``Add`` is no join) -- in process and in the worker that ``--timeout`` starts; named in the JSON."""
+    that rule too), deeppoly on a ReLU net with a residual join (a bias ``Add`` is no join), crown_ibp on a
+    ReLU net of 2 inputs and a layer of ``WIDE_LAYER`` neurons -- in process and in the worker that
+    ``--timeout`` starts; named in the JSON."""
+    from cfmlir.tools.auto_certifier import WIDE_LAYER
+
     rng = np.random.default_rng(0)
     net = tmp_path / f"{activation}.onnx"
     if activation in ("residual", "product"):
         onnx.save((_residual_model if activation == "residual" else _product_model)(rng), str(net))
     else:
-        w = [rng.normal(size=(4, 2)).astype(np.float32), rng.normal(size=(2, 4)).astype(np.float32)]
-        onnx.save(mlp_model(w, activations=activation, input_shape=(2,)), str(net))
+        width = WIDE_LAYER if activation == "wide" else 4
+        w = [rng.normal(size=(width, 2)).astype(np.float32), rng.normal(size=(2, width)).astype(np.float32)]
+        onnx.save(mlp_model(w, activations="relu" if activation == "wide" else activation, input_shape=(2,)), str(net))
     prop = tmp_path / "p.vnnlib"
     prop.write_text("(declare-const X_0 Real)\n(declare-const X_1 Real)\n(declare-const Y_0 Real)\n(declare-const Y_1 Real)\n"
                     "(assert (>= X_0 0))\n(assert (<= X_0 0.01))\n(assert (>= X_1 0))\n(assert (<= X_1 0.01))\n"
@@ -230,6 +235,29 @@ def test_auto_chooses_the_same_for_a_gzipped_network(tmp_path):
         assert auto_certifier.resolve("auto", str(plain)) == want
         assert auto_certifier.resolve("auto", str(packed)) == want
         assert auto_certifier.resolve("auto", str(packed.with_suffix(""))) == want  # net.onnx -> net.onnx.gz
+
+def test_auto_chooses_crown_ibp_for_wide_networks_of_few_inputs(tmp_path):
+    """``crown_ibp`` exactly when the network has at most ``FEW_INPUTS`` inputs (branch and bound splits the
+    input box) and a layer of at least ``WIDE_LAYER`` neurons, whatever its activation; one neuron narrower or
+    one input more: the choice by activations (alpha_deeppoly here), and no root optimisation is set for
+    crown_ibp (it has no parameters)."""
+    import argparse
+
+    from cfmlir.tools import auto_certifier as ac
+
+    rng = np.random.default_rng(0)
+    for inputs, width, activation, want in ((ac.FEW_INPUTS, ac.WIDE_LAYER, "relu", "crown_ibp"),
+                                            (2, ac.WIDE_LAYER, "sigmoid", "crown_ibp"),
+                                            (ac.FEW_INPUTS + 1, ac.WIDE_LAYER, "relu", "alpha_deeppoly"),
+                                            (2, ac.WIDE_LAYER - 1, "relu", "alpha_deeppoly")):
+        w = [rng.normal(size=(width, inputs)).astype(np.float32), rng.normal(size=(2, width)).astype(np.float32)]
+        path = tmp_path / f"{inputs}_{width}_{activation}.onnx"
+        onnx.save(mlp_model(w, activations=activation, input_shape=(inputs,)), str(path))
+        assert ac.resolve("auto", str(path)) == want, (inputs, width, activation)
+        args = argparse.Namespace(certifier="auto", net=str(path), optimize=None)
+        assert ac.apply(args) == want
+        assert getattr(args, "bab_optimize", None) == (None if want == "crown_ibp" else ac.BAB_OPTIMIZE)
+
 
 def test_auto_chooses_alpha_deeppoly_for_products_with_residual_joins(tmp_path):
     """A residual join alone makes ``auto`` choose deeppoly; with a product of two computed values too (an
