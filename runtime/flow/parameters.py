@@ -56,19 +56,22 @@ def _constant(w):
 
 
 def weight(layer, rep: Representation):
-    """``[1, size, pred]`` (``[B, size, pred]`` for a batched layer) or a convolution block."""
+    """``[1, size, pred]`` (``[B, size, pred]`` for a batched layer), or one block: a convolution's, a
+    gather's -- a diagonal where it scales each neuron in place (an input normalisation), else a selection
+    (a transposed convolution's phases interleaved, an upsampling, a slice; never its ``size x pred``
+    matrix)."""
     if layer.linear_kind == "conv" and rep.sparse:
         cache = _cache(layer.conv, rep)
         if "block" not in cache:
             cache["block"] = _constant(rep.conv_weight(layer.conv))  # None: not one convolution block
         if cache["block"] is not None:
             return cache["block"]
-    if layer.linear_kind == "gather" and rep.sparse:  # a per-neuron scaling (input normalisation)
+    if layer.linear_kind == "gather" and rep.sparse:
         cache = _cache(layer.gather, rep)
         if "block" not in cache:
             g = layer.gather
             in_place = g.in_size == g.index.shape[0] and torch.equal(g.index, torch.arange(g.in_size))
-            cache["block"] = _constant(rep.diagonal_weight(g.scale)) if in_place else None
+            cache["block"] = _constant(rep.diagonal_weight(g.scale) if in_place else rep.select_weight(g))
         if cache["block"] is not None:
             return cache["block"]
     if layer.batched:  # a batch's own (margin) layer, maybe a CUDA graph's buffer: converted once per layer object

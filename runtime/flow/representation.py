@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 
 from cfruntime import tensor as gb
-from cfruntime.tensor import ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, Segmented, SparseTensor
+from cfruntime.tensor import (ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, Segmented, SelectBlock,
+                              SparseTensor)
 
 KINDS = ("planned", "gbscr", "dense")
 
@@ -158,6 +159,16 @@ class Representation:
         (an input normalisation) as one diagonal block, never unrolled."""
         core = scale.to(self.dtype).to(self.device).unsqueeze(0)
         return self._diagonal(core, 1, 0, core.shape[1])
+
+    def select_weight(self, gather):
+        """The ``[1, size, in_size]`` weight matrix of a gather layer (a
+        :class:`~cfruntime.network.graph.GatherSpec`: ``y_r = scale_r x_{index_r}``) as one selection
+        block, never unrolled (``m x n`` dense entries against ``m``)."""
+        core = gather.scale.to(self.dtype).to(self.device).unsqueeze(0)
+        block = SelectBlock(core, gather.index.to(self.device), gather.in_size)
+        if self.kind == "planned":
+            return Segmented(block.shape, 2, {0: block}, self.dtype, self.device)
+        return SparseTensor(block.shape, 0.0, [((0, 0, 0), block)], dtype=self.dtype, device=self.device)
 
     def cat(self, parts, dim: int):
         return gb.cat(parts, dim)

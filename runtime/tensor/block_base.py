@@ -16,7 +16,8 @@ The block modules depend one way, each only on those before it: this interface;
 :mod:`.block_repeat` (the repeat block and its special cases, dense and
 constant); :mod:`.block_fallback` (structural operations through the dense
 form, which build dense blocks); the kinds with holes (:mod:`.block_diagonal`,
-:mod:`.block_unit_dims`, :mod:`.block_patches`, :mod:`.block_conv`).
+:mod:`.block_unit_dims`, then :mod:`.block_lead`'s leading-dimension operations for
+:mod:`.block_patches` and :mod:`.block_select`, then :mod:`.block_conv`).
 """
 
 from __future__ import annotations

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import functools
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
 
 from .block_base import Block, is_full
-from .block_fallback import DenseFallbackBlock
-from .block_unit_dims import UnitDimBlock
+from .block_lead import LeadCoreBlock
 from .conv_utils import footprint_valid, pair, patch_index_map, unfold_image
 from .kept_columns import KeptColumns
 
@@ -47,8 +46,9 @@ def _scatter_index(out_chw, in_chw, k_hw, stride, padding, device):
     return flat, valid, hit.view(rows, cols)
 
 
-class PatchesBlock(DenseFallbackBlock):
+class PatchesBlock(LeadCoreBlock):
     kind = "patches"
+    core_tail = 6
     has_holes = True
 
     def __init__(self, core: torch.Tensor, in_hw, stride=1, padding=0):
@@ -156,9 +156,6 @@ class PatchesBlock(DenseFallbackBlock):
         return red.reshape(tuple(red.shape[:-3]) + (self.shape[-2],))
 
     # -------------------------------------------------------- structural ops
-    def _lead_only(self, dims: Sequence[int]) -> bool:
-        return all(d < len(self.lead) for d in dims)
-
     def restrict(self, rel, fill) -> Block:
         if is_full(rel, self.shape):
             return self
@@ -167,25 +164,3 @@ class PatchesBlock(DenseFallbackBlock):
             return self.with_core(self.core[sl])
         return super().restrict(rel, fill)
 
-    def add_dim(self, dim: int, fill) -> Block:
-        if dim <= len(self.lead):
-            return self.with_core(self.core.unsqueeze(dim))
-        return UnitDimBlock(self, [dim])
-
-    def remove_dim(self, dim: int, fill) -> Block:
-        if self._lead_only([dim]):
-            return self.with_core(self.core.squeeze(dim))
-        return super().remove_dim(dim, fill)
-
-    def expand_dim(self, dim: int, size: int, fill) -> Block:
-        if self._lead_only([dim]):
-            shape = list(self.core.shape)
-            shape[dim] = size
-            return self.with_core(self.core.expand(shape))
-        return super().expand_dim(dim, size, fill)
-
-    def permute(self, perm, fill) -> Block:
-        r = len(self.shape)
-        if list(perm[-2:]) == [r - 2, r - 1]:
-            return self.with_core(self.core.permute(*perm[:-2], *range(r - 2, r + 4)))
-        return super().permute(perm, fill)

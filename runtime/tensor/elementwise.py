@@ -34,10 +34,11 @@ def _same_geometry(a: Block, b: Block) -> bool:
     from .block_conv import ConvBlock
     from .block_diagonal import DiagonalBlock
     from .block_patches import PatchesBlock
+    from .block_select import SelectBlock
 
     if isinstance(a, DiagonalBlock) and isinstance(b, DiagonalBlock):
         return a.delta == b.delta and a.shape == b.shape
-    if isinstance(a, (ConvBlock, PatchesBlock)):
+    if isinstance(a, (ConvBlock, PatchesBlock, SelectBlock)):
         return a.same_geometry(b)
     return False
 

@@ -33,6 +33,9 @@ patches/conv @ conv    kernel composition: a small transpose-conv        patches
 conv @ patches/conv    kernel composition: per tap, the patches'         patches
                        kernels it reads times its weights, added in
 patches @ patches      unfold of the densified right operand             dense
+X @ select             columns added into the selected ones (index_add)  X
+select @ X             the selected rows of X, scaled (index_select)     X
+select @ select        composed selections                              select
 other                  dense matmul of the two (small) blocks           dense
 =====================  ==============================================  ========
 
@@ -51,6 +54,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import DenseBlock, RepeatBlock, make_bcast_block
+from .block_select import SelectBlock
 from .conv_utils import canvas_image, fold_canvas, fold_onto, fold_patches, unfold_image
 from .elementwise import generic_region
 from .masked_grad import records
@@ -90,7 +94,7 @@ def _scale(Y: Block, c: torch.Tensor, out_shape, rows: bool):
         return make_bcast_block(Y.core * (c.unsqueeze(-1) if rows else c.unsqueeze(-2)), out_shape)
     if isinstance(Y, DiagonalBlock) and Y.delta == Y.ndim - 2:
         return DiagonalBlock(Y.core * c, Y.delta)
-    if isinstance(Y, (ConvBlock, PatchesBlock)):
+    if isinstance(Y, (ConvBlock, PatchesBlock, SelectBlock)):
         return Y.scale_rows(c) if rows else Y.scale_cols(c)
     return None
 
@@ -296,6 +300,31 @@ def _conv_patches(C: ConvBlock, P: PatchesBlock) -> PatchesBlock:
     return PatchesBlock(out, P.in_hw, (s_ch * s_ph, s_cw * s_pw), (p_ch * s_ph + p_ph, p_cw * s_pw + p_pw))
 
 
+def _repeat_of(X: Block) -> RepeatBlock:
+    return X if isinstance(X, RepeatBlock) else DenseBlock(X.to_dense(0))
+
+
+def _x_select(X: RepeatBlock, S: SelectBlock, out_shape) -> Block:
+    """X @ S: column ``r`` of X, times ``S``'s entry, added into column ``index[r]`` (O(p m))."""
+    y = X.core * S.core.unsqueeze(-2)
+    if y.shape[-1] != S.shape[-2]:  # X's columns broadcast
+        y = y.expand(*y.shape[:-1], S.shape[-2])
+    out = torch.zeros(y.shape[:-1] + (S.n_cols,), dtype=y.dtype, device=y.device)
+    return make_bcast_block(out.index_add_(y.dim() - 1, S.index.to(y.device), y), out_shape)
+
+
+def _select_x(S: SelectBlock, X: RepeatBlock, out_shape) -> Block:
+    """S @ X: row ``index[r]`` of X times ``S``'s entry of row ``r`` (O(m q))."""
+    rows = X.core if X.core.shape[-2] == 1 else X.core.index_select(X.core.dim() - 2, S.index.to(X.core.device))
+    return make_bcast_block(S.core.unsqueeze(-1) * rows, out_shape)
+
+
+def _select_select(S: SelectBlock, T: SelectBlock) -> Block:
+    """S @ T: row ``r`` selects T's row ``index_S[r]``, so its column ``index_T[index_S[r]]``."""
+    idx = S.index.to(T.core.device)
+    return SelectBlock(S.core * T.core[..., idx], T.index[idx], T.n_cols)
+
+
 def block_matmul(A: Block, B: Block) -> Block:
     """Product of two blocks whose holes are 0: ``A [*L, m, k] @ B [*L, k, n]``."""
     out_shape = tuple(A.shape[:-1]) + (B.shape[-1],)
@@ -307,6 +336,12 @@ def block_matmul(A: Block, B: Block) -> Block:
         res = _scale_rows(B, A.core, out_shape)
     elif isinstance(B, DiagonalBlock) and B.delta == r - 2:
         res = _scale_cols(A, B.core, out_shape)
+    elif isinstance(A, SelectBlock) and isinstance(B, SelectBlock):
+        res = _select_select(A, B)
+    elif isinstance(B, SelectBlock):
+        res = _x_select(_repeat_of(A), B, out_shape)
+    elif isinstance(A, SelectBlock):
+        res = _select_x(A, _repeat_of(B), out_shape)
     elif isinstance(B, ConvBlock):
         if isinstance(A, RepeatBlock):
             res = _dense_conv(A, B, out_shape)

@@ -33,6 +33,7 @@ from .block_conv import ConvBlock
 from .block_diagonal import DiagonalBlock
 from .block_patches import PatchesBlock
 from .block_repeat import make_bcast_block
+from .block_select import SelectBlock
 from .clamps import clamp_number, magnitude, negative_part, positive_part
 from .kept_columns import KeptColumns
 from .lazy_parts import LazyParts
@@ -139,7 +140,7 @@ def _same_kind_sum(pa, pb):
 
 def _core_combine(pa, pb, fn):
     """``fn(pa, pb)`` entry by entry for two blocks of one kind and geometry (diagonals on the same
-    dimensions, patches of one geometry, a convolution seen as patches) through their cores, when
+    dimensions, patches or selections of one geometry, a convolution seen as patches) through their cores, when
     ``fn`` maps two holes (0, 0) to 0; None for other pairs."""
     if isinstance(pa, DiagonalBlock) and isinstance(pb, DiagonalBlock) and pa.delta == pb.delta and pa.shape == pb.shape:
         return DiagonalBlock(fn(pa.core, pb.core), pa.delta)
@@ -147,7 +148,7 @@ def _core_combine(pa, pb, fn):
         pa = pa.as_patches()
     if isinstance(pb, ConvBlock) and isinstance(pa, PatchesBlock):
         pb = pb.as_patches()
-    if isinstance(pa, PatchesBlock) and pa.same_geometry(pb):
+    if isinstance(pa, (PatchesBlock, SelectBlock)) and pa.same_geometry(pb):
         return pa.with_core(fn(pa.core, pb.core))
     return None
 
@@ -282,6 +283,8 @@ def reduce_sum(a: Segmented, dim: int):
             elif isinstance(p, (ConvBlock, PatchesBlock)) and dim == a.ndim - 1:
                 pp = p.as_patches() if isinstance(p, ConvBlock) else p  # a row's mapped entries
                 t = pp.core_where_valid(0.0).sum((-3, -2, -1)).reshape(tuple(pp.core.shape[:-6]) + (pp.shape[-2],))
+            elif isinstance(p, SelectBlock) and dim == a.ndim - 1:
+                t = p.core  # a row's one entry
             else:
                 t = part_dense(p).sum(dim)
             out = t if out is None else out + t

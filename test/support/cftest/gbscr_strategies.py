@@ -8,12 +8,12 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from cfruntime.tensor import (ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock,
+from cfruntime.tensor import (ConstantBlock, ConvBlock, DenseBlock, DiagonalBlock, PatchesBlock, SelectBlock,
                               RepeatBlock, SparseTensor)
 from cfruntime.tensor.conv_utils import conv_out_hw
 from cfruntime.tensor.overlap import intersect, region_of
 
-KINDS = ["dense", "repeat", "constant", "diagonal", "conv", "patches"]
+KINDS = ["dense", "repeat", "constant", "diagonal", "conv", "patches", "select"]
 FLOAT_VALUES = [0.0, 1.0, -1.0, 0.5, -2.0, 3.0, 1.5, -0.25]
 SPECIAL = [math.inf, -math.inf]
 BACKGROUNDS = [0.0, 1.0, math.inf, -math.inf, -0.5, 2.0]
@@ -80,6 +80,13 @@ def make_block(gen, kind, shape, dtype, special, bg=None):
             return ConvBlock(w, (g["hi"], g["wi"]), g["s"], g["p"], lead)
         core = values(gen, lead + [g["co"], g["ho"], g["wo"], g["ci"], g["kh"], g["kw"]], dtype, special)
         return PatchesBlock(core, (g["hi"], g["wi"]), g["s"], g["p"])
+    if kind == "select":  # one entry per row, columns repeated or skipped at random
+        if r < 2:
+            return None
+        m, n = _randint(gen, 1, shape[-2]), _randint(gen, 1, shape[-1])
+        lead = [_randint(gen, 1, k) for k in shape[:-2]]
+        index = torch.randint(0, n, (m,), generator=gen)
+        return SelectBlock(values(gen, lead + [m], dtype, special), index, n)
     raise ValueError(kind)
 
 

@@ -92,3 +92,33 @@ def residual_mlp(seed=0):
         helper.make_node("Gemm", ["s", "W3", "B3"], ["out"], transB=1),
     ]
     return _model(nodes, inits, (3,), 2)
+
+
+def generator_net(seed=0, upsample=False):
+    """A cgan_2023-like generator and critic on 2 inputs: Gemm(2->72) - Relu - Reshape(8x3x3) -
+    ConvTranspose(8->4, k4, s2, p1: 4x6x6) - Relu - [Resize(nearest, x2: 4x12x12) -] Conv(4->4, k3, s2, p1) -
+    Relu - Flatten - Gemm(->2).  The transposed convolution loads as a convolution of its phases and a
+    gather that interleaves them, the Resize as a gather of repeated neurons: gather layers whose weight is
+    a selection block."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    f = lambda *s: (rng.standard_normal(s) * 0.4).astype(np.float32)  # noqa: E731
+    side = 6 if not upsample else 12
+    inits = {"W1": f(72, 2), "B1": f(72), "S": np.array([1, 8, 3, 3], dtype=np.int64), "KT": f(8, 4, 4, 4),
+             "BT": f(4), "K": f(4, 4, 3, 3), "B": f(4), "W2": f(2, 4 * (side // 2) ** 2),
+             "SC": np.array([1, 1, 2, 2], dtype=np.float32)}
+    nodes = [
+        helper.make_node("Gemm", ["input", "W1", "B1"], ["a1"], transB=1),
+        helper.make_node("Relu", ["a1"], ["r1"]),
+        helper.make_node("Reshape", ["r1", "S"], ["i1"]),
+        helper.make_node("ConvTranspose", ["i1", "KT", "BT"], ["t1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["t1"], ["r2"]),
+        *([helper.make_node("Resize", ["r2", "", "SC"], ["u"], mode="nearest")] if upsample else []),
+        helper.make_node("Conv", ["u" if upsample else "r2", "K", "B"], ["c1"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r3"]),
+        helper.make_node("Flatten", ["r3"], ["fl"], axis=1),
+        helper.make_node("Gemm", ["fl", "W2"], ["out"], transB=1),
+    ]
+    return _model(nodes, inits, (2,), 2)
