@@ -167,14 +167,15 @@ def _taped_bounds(run, key, cert, network: Network, lb, ub, dtype, representatio
         return taped(network, lb, ub)
     res = run(cert, network, lb, ub, dtype=dtype, device=lb.device, representation=representation, graph=False)
     want = res.lower, res.upper, res.finite
+    why = "differs from the eager run on other boxes"
     try:
         got = taped(network, lb, ub)
-    except Exception:  # noqa: BLE001 - a replay that cannot run is one that is not trusted
-        got = None
+    except Exception as exc:  # noqa: BLE001 - a replay that cannot run is one that is not trusted
+        got, why = None, f"could not be replayed ({type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]})"
     if got is not None and all(_same(a, b) for a, b in zip(got, want)):
         taped.checked = True
     else:
-        warnings.warn("a recorded CPU run differs from the eager run on other boxes; running eagerly", RuntimeWarning)
+        warnings.warn(f"a recorded CPU run {why}; running eagerly", RuntimeWarning)
         _GRAPHS[key] = None
     return want
 

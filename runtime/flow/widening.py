@@ -263,7 +263,8 @@ def _f64_source(layer, device):
         w = src.to(device=device, dtype=torch.float64)
         rs = (src.abs().reshape(src.shape[0], -1).sum(1).to(device=device, dtype=torch.float64)
               if layer.linear_kind != "gather" else src.abs().to(device=device, dtype=torch.float64))
-        return w, rs, w.t() if layer.linear_kind == "dense" and w.dim() == 2 else None
+        # w^T from w.detach(): w may be src itself, and a view of it kept on it is a cycle never freed
+        return w, rs, w.detach().t() if layer.linear_kind == "dense" and w.dim() == 2 else None
 
     return _kept_per_version(src, "_cf_f64_on", (str(device),), make)
 

@@ -64,14 +64,18 @@ def test_an_allocation_past_the_limit_is_an_error_the_process_survives():
 
 
 def test_a_batch_past_the_limit_is_halved_and_gives_the_same_bounds():
-    """DeepPoly on 32 boxes of a net with three layers of 1000 ReLUs (back-substitution coefficients of
-    8 MB a box and layer; the batch of 32 peaks ~1.2 GB above a batch of 2): under a limit 500 MiB above the data
-    after a batch of 2, the batch of 32 runs out of memory and, without blocks of neurons
-    (``CompiledEngine.blocks = False``), ``in_batches`` halves it; the bounds equal those of the same slices run
-    unlimited (the soft limit raised again to the hard one) to 1e-12: a batch of 32 differs from them in the
-    last bits, BLAS summing in another order, and so may the same slice when the machine is loaded (BLAS
-    choosing fewer threads: bitwise equality failed once beside another test process, 2026-12-02).  With blocks (the default) the batch of 32 runs whole, its layers a
-    block of neurons at a time, and its bounds are the unlimited batch of 32's (1e-12)."""
+    """DeepPoly on 32 boxes of a net with three layers of 1000 ReLUs: a back-substitution step holds a
+    box's 1000 x 1000 coefficients twice (8 MB each), so a batch of 32 needs at least 512 MB more than a
+    batch of 2 at once.  Under a limit 256 MiB above the data after a batch of 2 (the heap keeps that
+    batch's peak, ``keep_freed_memory``, so a batch of 2 fits again whatever the allocator does), the batch
+    of 32 runs out of memory and, without blocks of neurons (``CompiledEngine.blocks = False``),
+    ``in_batches`` halves it.  (A limit 500 MiB above failed CI, 2026-12-03: measured peaks of the same
+    batch vary by more than 2x between runs -- 0.4 to 1 GB for a batch of 16 -- and a batch of 16 fitted
+    with 2 MiB to spare or not at all.)  No run is recorded under the limit (:mod:`cfruntime.flow.graphs`:
+    a recording is not what is tested).  The bounds equal those of the same slices run unlimited (the soft
+    limit raised again to the hard one) to 1e-12: BLAS may sum in another order when the machine is loaded.
+    With blocks (the default) the batch of 32 runs whole, its layers a block of neurons at a time, and its
+    bounds are the unlimited batch of 32's (1e-12)."""
     out = _child("""
         import json, resource
         import numpy as np, torch
@@ -94,14 +98,18 @@ def test_a_batch_past_the_limit_is_halved_and_gives_the_same_bounds():
             return engine.bounds(net, lb[a:b], ub[a:b])[0]
         import torch._dynamo  # noqa: F401 - a lazy import of the engine, done before the limit (a refused import is no
         run(0, 2)  # engine error)
+        from cfruntime.flow import graphs
+        graphs.clear()
+        record_after, graphs.CPU_RECORD_AFTER = graphs.CPU_RECORD_AFTER, 1 << 30
         soft0, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        limit_data_memory(share=(500 << 20) / _kib_field("/proc/meminfo", "MemAvailable"))
+        limit_data_memory(share=(256 << 20) / _kib_field("/proc/meminfo", "MemAvailable"))
         engine.blocks = False
         parts, report = in_batches(run, 32, 32)
         limited = torch.cat([p[2] for p in parts])
         engine.blocks = True
         blocked, blocked_report = in_batches(run, 32, 32)
         resource.setrlimit(resource.RLIMIT_DATA, (soft0, hard))
+        graphs.CPU_RECORD_AFTER = record_after
         free = torch.cat([run(a, b) for a, b, _ in parts])  # the same slices, unlimited
         whole = run(0, 32)
         print(json.dumps({"used": report.used, "shrinks": len(report.shrinks),
@@ -109,6 +117,6 @@ def test_a_batch_past_the_limit_is_halved_and_gives_the_same_bounds():
                           "blocked_used": blocked_report.used, "blocked_shrinks": len(blocked_report.shrinks),
                           "blocked_equal": bool(torch.allclose(blocked[0][2], whole, rtol=1e-12, atol=1e-12))}))
     """)
-    assert out["shrinks"] >= 1 and out["used"] < 32
+    assert out["shrinks"] >= 1 and out["used"] < 32, out
     assert out["equal"], out
     assert out["blocked_used"] == 32 and out["blocked_shrinks"] == 0 and out["blocked_equal"], out

@@ -66,9 +66,12 @@ def test_a_replay_runs_the_recorded_operations_only():
         res = run_certifier(cert, mnet, lb, ub, dtype=torch.float32, graph=True)
     assert res.store is None
     assert replayed.syncs == eager.syncs == 1  # the finite check's
-    # the same operations, but for the two views of the boxes flattened before the replay is called
+    # the same operations, but for the two views of the boxes flattened before the replay is called, and
+    # without the eager run's ``detach`` of the tensors it keeps a view on (segmented_ops._kept_view: the
+    # run's own tensors, so made at every eager run; a replay makes no views)
     diff = {k: replayed.by_name[k] - eager.by_name[k] for k in replayed.by_name | eager.by_name}
-    assert {k: d for k, d in diff.items() if d} == {"view": 2}, diff
+    assert diff.get("detach", 0) <= 0, diff
+    assert {k: d for k, d in diff.items() if d and k != "detach"} == {"view": 2}, diff
 
 
 def test_a_run_that_reads_a_value_back_is_not_recorded():
