@@ -142,8 +142,9 @@ class BoundedNetwork:
           a ``[B]`` tensor (one per sample) or a tensor broadcastable to ``x``;
         * ``box=(lb, ub)``: the box ``lb <= x' <= ub`` (each ``[B, *input shape]``).
 
-        ``C``: ``[K, n_out]`` (the same for every sample) or ``[B, K, n_out]``.  ``optimize``: the
-        optimisation of a certifier's parameters (a :class:`BoundsError` for certifiers without any).
+        ``C``: ``[K, n_out]`` (the same for every sample) or ``[B, K, n_out]``.  ``optimize``: a number
+        of iterations or :class:`cfmlir.optimize.OptimizeOptions` for alpha-CROWN's loop over the
+        certifier's parameters (:meth:`_optimized`; a :class:`BoundsError` for certifiers without any).
         The bounds are tensors of the analysis dtype on its device, differentiable (grad mode on) with
         respect to ``x``, ``eps``, ``box``, ``C`` and the model's parameters.  ``bound_upper=False``
         (auto_LiRPA's option): the upper bounds are not computed and None is returned for them (the
@@ -152,8 +153,7 @@ class BoundedNetwork:
 
         from cfruntime.flow.engine import run_certifier
 
-        if optimize not in (None, False):
-            self._optimize_unavailable(optimize)
+        options = self._optimize_options(optimize)
         lb, ub = self._region(x, eps, box)
         if self.module is not None and self._plan is None:
             self._trace(lb)
@@ -167,17 +167,63 @@ class BoundedNetwork:
             net = net.with_margin_layer(self._margins(C, b, net.output_size, dtype if self.widen is False else None))
         device = self.device or lb.device
         kw = {"representation": self.representation} if self.representation is not None else {}
+        store = None
+        if options is not None:
+            lower, upper, store = self._optimized(options, C, lb, ub, dtype, device)
+            if store is None:  # nothing asks for a gradient: the optimisation's bounds as they are
+                return lower, (upper if bound_upper else None)
         res = run_certifier(self.certifier.compiled, net, lb, ub, dtype=dtype, device=device, widen=self.widen,
-                            bound_upper=bool(bound_upper), **kw)
+                            bound_upper=bool(bound_upper), params=store, **kw)
         return res.lower, (res.upper if bound_upper else None)
 
-    def _optimize_unavailable(self, optimize):
-        params = getattr(self.certifier.compiled, "parameters", None)
-        if not params:
+    def _optimize_options(self, optimize):
+        """``optimize`` as options (None: no optimisation); a :class:`BoundsError` for bad values and for a
+        certifier without parameters."""
+        from cfmlir.optimize import OptimizeError, options_from
+
+        try:
+            options = options_from(optimize)
+        except OptimizeError as err:
+            raise BoundsError(str(err)) from None
+        if options is not None and not self.certifier.compiled.params:
             raise BoundsError(f"certifier '{self.certifier.name}' has no parameters to optimise "
                               f"(optimize={optimize!r}); use a certifier that declares some, or optimize=None")
-        raise BoundsError(f"optimize={optimize!r}: this build has no optimisation driver for certifier "
-                          f"'{self.certifier.name}'")
+        return options
+
+    def _optimized(self, options, C, lb, ub, dtype, device):
+        """The optimised bounds (:func:`cfmlir.optimize.optimize_bounds`, alpha-CROWN's loop) on a
+        detached copy of the network and region, so that its gradient steps touch neither the model's
+        parameters' ``.grad`` nor the caller's tensors: ``(lower, upper, None)``; when grad mode is on and
+        something asks for a gradient, ``(None, None, params)``: the best parameters, frozen, for one
+        differentiable run (a bound at one point of the domains, so sound; the optimisation's own
+        result is the element-wise best of several runs and is a little tighter)."""
+        import torch
+
+        from cfmlir.optimize import optimize_bounds
+        from cfruntime.flow.param_store import ParamStore
+
+        with torch.no_grad():
+            net = self.network(dtype if self.widen is False else torch.float64)
+            if C is not None:
+                net = net.with_margin_layer(self._margins(C.detach(), lb.shape[0], net.output_size,
+                                                          dtype if self.widen is False else None))
+        params = ParamStore(requires_grad=True, sparse=True)
+        # the network may hold the module's parameters themselves: frozen while the loop back-propagates
+        frozen = [] if self.module is None else [p for p in self.module.parameters() if p.requires_grad]
+        try:
+            for p in frozen:
+                p.requires_grad_(False)
+            lower, upper, _ = optimize_bounds(self.certifier.compiled, net, lb.detach(), ub.detach(), options,
+                                              dtype=dtype, device=device, widen=self.widen, params=params)
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+        wants_grad = torch.is_grad_enabled() and (lb.requires_grad or ub.requires_grad or bool(frozen)
+                                                  or (C is not None and C.requires_grad))
+        if not wants_grad:
+            return lower, upper, None
+        params.cast_(dtype)  # detached values in the run's dtype (the optimisation may end in float64)
+        return None, None, params
 
     def _region(self, x, eps, box):
         """``(lb, ub)`` ``[B, ...]`` of an ``x``/``eps`` ball or a box, checked (one host sync)."""

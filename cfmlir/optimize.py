@@ -223,12 +223,14 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
         if opt is None:  # e.g. alpha_deeppoly on a sigmoid net: the first run is the result
             report.stopped = "no parameters"
             break
-        loss = -lower.sum(1)
-        if options.early_stop:
-            loss = loss * (~done).to(loss.dtype)
+        with torch.enable_grad():  # the caller may run under torch.no_grad()
+            loss = -lower.sum(1)
+            if options.early_stop:
+                loss = loss * (~done).to(loss.dtype)
+            loss = loss.sum()
         opt.zero_grad(set_to_none=True)
         try:
-            loss.sum().backward()
+            loss.backward()
         except (MemoryError, RuntimeError) as e:
             if not is_out_of_memory(e):
                 raise

@@ -188,6 +188,45 @@ def test_regions_balls_per_sample_eps_boxes_and_C():
     assert bool((shared[0].detach().unsqueeze(1) <= m + 1e-12).all())
 
 
+def test_optimize_tightens_sound_bounds_with_gradients_that_the_loop_leaves_alone():
+    """``bounds(..., optimize=N)`` with a certifier that has parameters: alpha-CROWN's loop
+    (:func:`cfmlir.optimize.optimize_bounds`) -- without a gradient wanted, its bounds exactly; with one,
+    a differentiable run at the best parameters (sound, at least the first run's); the loop's own
+    backward passes leave the model's ``.grad`` untouched (they accumulated there before 2026-12-03)."""
+    from cfmlir.optimize import OptimizeOptions, optimize_bounds
+
+    model, x = tm.model("mlp"), tm.inputs("mlp", batch=3)
+    C = torch.tensor([[1.0, -1.0, 0.0], [1.0, 0.0, -1.0]], dtype=torch.float64)
+    bounded = cfmlir.BoundedNetwork(model, "alpha_deeppoly")
+    eps = 0.3
+    with torch.no_grad():
+        plain = bounded.bounds(x, eps=eps, C=C)
+        opt = bounded.bounds(x, eps=eps, C=C, optimize=20)
+        assert all(p.grad is None for p in model.parameters())
+        net = bounded.network().with_margin_layer(C)
+        lb, ub = (x - eps).reshape(3, -1), (x + eps).reshape(3, -1)
+        ref = optimize_bounds(bounded.certifier.compiled, net, lb, ub, OptimizeOptions(20), dtype=torch.float64)
+    model.zero_grad(set_to_none=True)  # (this direct call's backward passes reach the shared parameters)
+    torch.testing.assert_close(opt[0], ref[0], rtol=0, atol=0)
+    assert bool((opt[0] >= plain[0]).all()) and bool((opt[0] > plain[0] + 1e-3).any())
+    assert bool((opt[1] <= plain[1]).all())
+    lo, hi = bounded.bounds(x, eps=eps, C=C, optimize=OptimizeOptions(iterations=20))
+    assert lo.requires_grad and bool((lo.detach() >= plain[0] - 1e-12).all()) and bool((lo.detach() <= opt[0] + 1e-12).all())
+    g = torch.Generator().manual_seed(2)
+    pts = x.unsqueeze(1) + (torch.rand(3, 200, *x.shape[1:], generator=g, dtype=torch.float64) * 2 - 1) * eps
+    m = torch.einsum("kn,bsn->bsk", C, torch.stack([model(p) for p in pts]).detach())
+    assert bool((opt[0].unsqueeze(1) <= m).all()) and bool((m <= opt[1].unsqueeze(1)).all())
+    assert bool((lo.detach().unsqueeze(1) <= m).all())
+    lo.sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    assert any(bool(t.abs().sum() > 0) for t in grads)
+    # the same gradient as one plain differentiable run would give at those parameters: the loop added nothing
+    model.zero_grad(set_to_none=True)
+    bounded.bounds(x, eps=eps, C=C, optimize=20)[0].sum().backward()
+    for a, b in zip(grads, (p.grad for p in model.parameters())):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
 def test_float32_default_is_widened_and_sound():
     model, x = tm.model("cnn", dtype=torch.float32), tm.inputs("cnn", dtype=torch.float32)
     bounded = cfmlir.BoundedNetwork(model, "deeppoly")
@@ -252,6 +291,8 @@ MISUSES = [
     ({"x": X, "eps": 0.1, "C": torch.ones(2, 4, dtype=torch.float64)}, r"neither \[K, 3\]"),
     ({"x": X, "eps": 0.1, "C": torch.ones(2, 2, 3, dtype=torch.float64)}, r"neither \[K, 3\]"),
     ({"x": X, "eps": 0.1, "optimize": 20}, "has no parameters to optimise"),
+    ({"x": X, "eps": 0.1, "optimize": "20"}, "optimize must be a number of iterations"),
+    ({"x": X, "eps": 0.1, "optimize": -3}, "must be a positive integer"),
 ]
 
 

@@ -71,3 +71,28 @@ def test_lines_are_crowns(act):
     assert bool((up >= f(u) - 1e-12).all() and (lo <= f(l) + 1e-12).all())
     # the lifted tangents are used (strictly above f(u) on some straddling interval)
     assert bool((up[straddling] > f(u)[straddling] + 1e-6).any())
+
+
+@pytest.mark.parametrize("act", sorted(SIG))
+def test_one_sided_tangent_points_are_optimised(act):
+    """On an interval left of 0 the lower line is a tangent at a point of [l, u] (right of 0 the upper
+    line): its point is the parameter ``sdl``/``tdl`` (``sdu``/``tdu``), initialised at the midpoint
+    (CROWN's line, the first run), and the optimisation moves it to the end where the bound is taken:
+    the bound approaches ``f(l)`` (``f(u)``).  With the midpoint fixed (the rule before 2026-12-03) the
+    optimised bound stayed the first run's: ml4acopf_2024's ``14_ieee prop3`` needed ``0.1 sigma(z) >
+    -1e-6`` for a ``z`` in ``[-5.2, -0.2]`` and got ``-0.0076``."""
+    from cfmlir.optimize import OptimizeOptions, optimize_bounds
+
+    cert = cfmlir.compile("alpha_deeppoly").compiled
+    f = SIG[act][0]
+    l = torch.tensor([[-5.0], [1.0]], dtype=torch.float64)
+    u = torch.tensor([[-1.0], [5.0]], dtype=torch.float64)
+    net = _one_neuron(act, 1.0).with_margin_layer(torch.tensor([[1.0], [-1.0]], dtype=torch.float64))
+    first = run_certifier(cert, net, l, u).lower
+    lower, _, _ = optimize_bounds(cert, net, l, u, OptimizeOptions(iterations=30), dtype=torch.float64)
+    # row 0: y >= f(l) on the left interval; row 1: -y >= -f(u) on the right one
+    exact = torch.stack([f(l[0, 0]), -f(u[1, 0])])
+    got = torch.stack([lower[0, 0], lower[1, 1]])
+    assert bool((got <= exact + 1e-12).all())                       # sound
+    assert bool((torch.stack([first[0, 0], first[1, 1]]) < exact - 0.01).all())  # the midpoint's line is far off
+    torch.testing.assert_close(got, exact, rtol=0, atol=1e-3)      # the optimised tangent point is near the end

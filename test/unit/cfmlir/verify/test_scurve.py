@@ -111,3 +111,12 @@ def test_unsound_crown_lines_are_not_verified(old, new):
     assert text.count(old) == 1
     (r,) = verify_source(text.replace(old, new), "mutant.cf", K=2, M=2, timeout=30, ops={"Sigmoid"})
     assert r.status != VERIFIED, r.line()
+
+
+@pytest.mark.parametrize("op", ["Sigmoid", "Tanh"])
+def test_the_shipped_crown_lines_are_verified(op):
+    """alpha_deeppoly's Sigmoid and Tanh rules -- every case, the tangent points (one-sided intervals
+    included, since 2026-12-03) anywhere in their domains -- are verified."""
+    text, file = certifier_source("alpha_deeppoly")
+    (r,) = verify_source(text, file, K=2, M=2, timeout=120, ops={op})
+    assert r.status == VERIFIED, r.line()
