@@ -1,8 +1,8 @@
 """``--certifier auto``: the shipped certifier for the network's activations.
 
 ``alpha_deeppoly`` with the root of branch and bound optimised (:data:`BAB_OPTIMIZE` iterations, or
-:data:`BAB_OPTIMIZE_PRODUCTS` on a network with products of two computed values; not the first pass, not when
-the search splits the input box), except on networks with residual joins and no sigmoid, tanh or product of two
+:data:`BAB_OPTIMIZE_PRODUCTS` on a network with products of two computed values; not the first pass; where the
+search splits the input box the root's parameters are not carried into its children), except on networks with residual joins and no sigmoid, tanh or product of two
 computed values, where ``deeppoly`` (ERAN's lines), and on *wide networks of few inputs*, where ``crown_ibp``.
 Measured on the VNN-COMP 2021 subsets of ``bench/bab_compare.py`` (60 s, 2026-11-29, docs/bab.md):
 

@@ -231,6 +231,8 @@ def _bab_summary(bab) -> str:
     text = f"{st['domains']} subdomains in {st['rounds']} rounds, {bab.domains_per_second:.0f}/s, {_branching(st['branching'])}"
     if st.get("beta", "on") != "on":  # asked for (--bab-beta on) but not used: say why
         text += f", split multipliers {st['beta']}"
+    if "root_optimize" in st:  # asked for but did not fit in memory: the plain pass instead
+        text += f", root optimisation {st['root_optimize']}"
     return text + ("" if bab.stopped is None else f", stopped: {bab.stopped}")
 
 

@@ -16,7 +16,9 @@ Algorithm, for each input region of the property (until one is ``sat`` or the ti
    the child's input box, pulled into a ReLU subdomain by a penalty), and every input box's centre is
    evaluated.
 4. The region is ``unsat`` when the pool empties with nothing undecided; a deadline, the domain limit, the
-   memory bound, an undecidable leaf or unsound bounds (the check) end the search ``unknown``.
+   memory bound, a batch of one domain that does not fit in memory, an undecidable leaf or unsound bounds
+   (the check) end the search ``unknown``.  A root whose parameter optimisation does not fit in memory is
+   bounded by one plain pass instead.
 
 Every ``unsat`` rests on sound bounds of subdomains that cover the region: the children of a ReLU split
 cover their parent (``z >= 0`` or ``z <= 0``), so do those of a cut (``z <= t`` or ``z >= t``), the halves of a
@@ -41,6 +43,7 @@ from cfmlir.bab.options import (AUTO_MAX_FREE_INPUTS, AUTO_MAX_FREE_INPUTS_WIDE,
                                 SMALL_LP, BabOptions, BabOutcome, default_memory_bytes)
 from cfmlir.bab.structure import structure_of
 from cfmlir.bab.warm_params import alpha_field
+from cfruntime.flow.engine import EngineOutOfMemory, is_out_of_memory
 
 
 #: the first attack may take this share of the time left
@@ -144,6 +147,11 @@ class _RegionSearch:
             pool = DomainPool(default_memory_bytes() if memory is None else memory)
             self._keep(pool, root)
             self._rounds(pool)
+        except (MemoryError, RuntimeError) as exc:  # even a batch of one domain does not fit (EngineOutOfMemory),
+            # or another allocation failed: nothing more is proved
+            if not (isinstance(exc, EngineOutOfMemory) or is_out_of_memory(exc)):
+                raise
+            raise _Stop(f"memory ({exc})") from None
         finally:
             self.stats["seconds"] += time.monotonic() - t0
             self.stats["bounded"] += self.bounding.rows_bounded
@@ -175,11 +183,19 @@ class _RegionSearch:
                         "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
         if self.mode == "input":
             root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
-        if self.options.optimize is not None and self.cert_params and (self.mode == "relu" or self.options.optimize_input):
-            bounds = self.bounding.bound_optimized(
-                root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
-                deadline=self._share(ROOT_OPTIMIZE_SHARE))
-        else:
+        bounds = None
+        if self.options.optimize is not None and self.cert_params:
+            try:
+                bounds = self.bounding.bound_optimized(
+                    root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
+                    deadline=self._share(ROOT_OPTIMIZE_SHARE))
+            except EngineOutOfMemory as exc:  # a run with the parameters does not fit (VNN-COMP 2024 ml4acopf's
+                # 118-bus nets under cf-run's 19 GiB): the plain pass the search would run without --optimize
+                self.stats["root_optimize"] = f"off ({exc})"
+            if bounds is not None and self.mode != "relu" and not self.options.optimize_input:
+                # the root only (BabOptions.optimize_input): its bounds, not its parameters, reach the children
+                bounds.alphas, self.bounding.alpha_cols = None, {}
+        if bounds is None:
             bounds = self.bounding.bound(root, "tighten")
         self._stop_if_unsound()
         for k, (lo, hi) in bounds.carried.items():

@@ -105,10 +105,12 @@ class BabOptions:
     memory_bytes: int | None = None
     max_domains: int | None = None
     optimize: object = None
-    #: whether ``optimize`` applies when the search splits the input box (ACAS Xu): every input child
-    #: recomputes every layer, from the parameters' initial values but for the rows', so the root's
-    #: optimisation buys less there (``--certifier auto`` turns it off: on the ACAS Xu subset it halved the
-    #: subdomains per second and decided the same)
+    #: whether the root's optimised parameters reach the children when the search splits the input box (ACAS
+    #: Xu): every input child recomputes every layer, from the parameters' initial values but for the rows',
+    #: so they buy less there (``--certifier auto`` turns it off: on the ACAS Xu subset carrying them halved the
+    #: subdomains per second and decided the same).  The root itself is optimised either way, its bounds kept:
+    #: a root the optimisation verifies needs no split (VNN-COMP 2024 ml4acopf_2024 ``14_ieee prop3`` on the
+    #: linear nets: unknown after 600 s of input splits, verified at the root with 20 iterations)
     optimize_input: bool = True
     #: ReLU branching searches a tree per disjunct the root leaves open (alpha-beta-CROWN's): the root is
     #: copied once per such disjunct, each copy answerable for its own (the other disjuncts' rows set to

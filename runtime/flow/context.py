@@ -45,6 +45,11 @@ class LayerContext:
         #: (:mod:`cfruntime.flow.row_subset`); ``in_rows`` while a traverse runs on those rows only
         self.rows: torch.Tensor | None = None
         self.in_rows = False
+        #: whether a traverse ran on ``rows``, and whether its result is laid back into the whole layer's rows
+        #: (the others 0: a rule that combines it with values of the whole layer, as a product's interval bound
+        #: with its back-substituted one, then runs unchanged; :func:`~cfruntime.flow.row_subset.pad_rows`)
+        self.rows_traversed = False
+        self.pad_rows = False
 
     # -- sizes and inputs ----------------------------------------------------------------------------
     def traverse_cap(self) -> int:
@@ -291,9 +296,15 @@ class LayerContext:
 
         self.in_rows = True
         try:
-            return self._traverse_layers(select_rows(e, self.rows), priority, replace, rank)
+            out = self._traverse_layers(select_rows(e, self.rows), priority, replace, rank)
         finally:
             self.in_rows = False
+        self.rows_traversed = True
+        if self.pad_rows:
+            from cfruntime.flow.row_subset import pad_rows  # noqa: PLC0415
+
+            return pad_rows(out, self.rows, self.layer.size)
+        return out
 
     def _traverse_layers(self, e: Affine, priority, replace, rank: int) -> Affine:
         """``cftensor.layer_traverse``: substitute whole layers of ``e`` in priority order.

@@ -426,9 +426,11 @@ def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: 
 
     def rule_on_rows(rows):
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
-        ctx.rows = rows
+        ctx.rows, ctx.pad_rows = rows, True
         values = list(cert.rules[op](rt, ctx))
-        return None if _row_dependent(members, values, n) else values
+        if not ctx.rows_traversed:  # no layer-granular traverse: blocks would save nothing
+            return None
+        return None if _row_dependent(members, values, n, padded=True) else values
 
     blocks = FIRST_BLOCKS
     while True:
@@ -477,11 +479,19 @@ def _floats_are_bounds(members, bound_pos: tuple) -> bool:
     return sorted(floats) == sorted(bound_pos)
 
 
-def _row_dependent(members, values, n: int) -> str | None:
+def _row_dependent(members, values, n: int, padded: bool = False) -> str | None:
     """The first PolyExp/SymExp member whose value, computed on some rows of an ``n``-neuron layer, has those
-    rows only (it depends on the rows, as a back-substituted expression does), else None."""
+    rows only (it depends on the rows, as a back-substituted expression does), else None; ``padded``: the
+    traverses' results were laid into the whole layer with NaN (:func:`cfruntime.flow.row_subset.pad_rows`),
+    so a member with NaN depends on the rows too."""
     for (name, letter, _), v in zip(members, values):
-        if letter in "PS" and getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
+        if letter not in "PS":
+            continue
+        if getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
+            return name
+        if padded and any(bool(torch.isnan(gb.to_dense(t)).any()) for t in (getattr(v, "coeff", None),
+                                                                            getattr(v, "const", None))
+                          if t is not None and not isinstance(t, (int, float))):
             return name
     return None
 

@@ -73,6 +73,20 @@ def _conv_rows(c: ConvBlock, rows: torch.Tensor) -> torch.Tensor:
     return img.reshape(1, rows.numel(), -1)
 
 
+def pad_rows(e: Affine, rows: torch.Tensor, n: int) -> Affine:
+    """``e`` computed on ``rows`` (``[B, r, ...]``) laid into a layer of ``n`` rows, the others NaN: a block's
+    traverse result that the rule then combines with values of the whole layer (alpha_deeppoly's product:
+    ``max(interval bound, back-substituted bound)``).  Only ``rows`` of the bounds that follow are kept
+    (:func:`scatter`); an expression member with NaN came from the rows computed (the engine refuses blocks
+    then, as for a member of ``r`` rows)."""
+    def pad(t):
+        if not isinstance(t, torch.Tensor) or t.dim() < 2 or t.shape[1] != rows.numel():
+            return t  # a number, or a dimension that broadcasts over the rows
+        return t.new_full((t.shape[0], n, *t.shape[2:]), float("nan")).index_copy(1, rows, t)
+
+    return Affine(None if e.coeff is None else pad(gb.to_dense(e.coeff)), pad(e.const))
+
+
 def read_rows(value, rows: torch.Tensor):
     """The rows of a pair parameter read (``[B, n_curr, n_k]`` tensor, :class:`KeptColumns` or number)."""
     if isinstance(value, gb.KeptColumns):
@@ -95,11 +109,10 @@ def scatter(value, given: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
 def bounds_in_blocks(rule_on_rows, n: int, size: int, bound_pos: tuple, b: int, dtype, device) -> list:
     """A layer's rule values with its Float bounds (positions ``bound_pos``) computed ``size`` rows at a
     time: ``rule_on_rows(rows)`` runs the rule with its traverses on ``rows`` only (None: its values cannot
-    be had that way); its other values are the whole layer's, whatever the rows (taken from the last
-    block).  What a layer whose back-substitution does not fit in memory at once runs: DeepPoly's
-    coefficients ``[B, size, W]`` instead of ``[B, n, W]``; each row's bounds are the whole-layer rule's
-    (see the module docstring).  None also when the first block's bounds all came out for the whole layer
-    (a rule without a layer-granular traverse): blocks would save nothing."""
+    be had that way, or it ran no traverse on the rows, so blocks would save nothing); its other values are
+    the whole layer's, whatever the rows (taken from the last block).  What a layer whose back-substitution
+    does not fit in memory at once runs: DeepPoly's coefficients ``[B, size, W]`` instead of ``[B, n, W]``;
+    each row's bounds are the whole-layer rule's (see the module docstring)."""
     bounds = [torch.full((b, n), float(fill), dtype=dtype, device=device) for fill in ("-inf", "inf")]
     values = None
     for start in range(0, n, size):
@@ -107,15 +120,9 @@ def bounds_in_blocks(rule_on_rows, n: int, size: int, bound_pos: tuple, b: int, 
         values = rule_on_rows(rows)
         if values is None:
             return None
-        if start == 0 and size < n and not any(_columns(values[pos]) == rows.numel() for pos in bound_pos):
-            return None  # no bound was computed on the rows alone (no layer-granular traverse): no memory saved
         for k, pos in enumerate(bound_pos):
             bounds[k] = scatter(values[pos], bounds[k], rows)
             values[pos] = None  # the block's bounds are in; its tensors can go
     for k, pos in enumerate(bound_pos):
         values[pos] = bounds[k]
     return values
-
-
-def _columns(value) -> int | None:
-    return value.shape[1] if hasattr(value, "shape") and len(value.shape) == 2 else None

@@ -194,6 +194,73 @@ def test_root_optimisation_of_a_parametric_certifier(shipped):
     assert gained
 
 
+def _out_of_memory(*args, **kwargs):
+    from cfruntime.flow.engine import EngineOutOfMemory
+
+    raise EngineOutOfMemory(3, "mul", 1, 2 ** 28, "cpu")
+
+
+def test_a_root_optimisation_that_does_not_fit_falls_back_to_one_pass(shipped, monkeypatch):
+    """The root's parameter optimisation out of memory (VNN-COMP 2024 ml4acopf's 118-bus nets: an error
+    before): the root is bounded by one plain pass and the search decides as the MILP does; the stats say
+    why the root was not optimised."""
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.optimize import OptimizeOptions
+
+    monkeypatch.setattr(CertifierBounding, "bound_optimized", _out_of_memory)
+    case = random_case(5, margin=0.10, max_depth=2, max_width=12)
+    out = run_bab(shipped.compiled("alpha_deeppoly"), case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="relu", optimize=OptimizeOptions(iterations=10)))
+    assert out.verdict == case.truth and out.stats["root_optimize"].startswith("off (out of cpu memory at layer 3")
+
+
+def test_a_domain_that_does_not_fit_ends_unknown(deeppoly, monkeypatch):
+    """Bounding one domain out of memory (the engine already halved the batch down to 1): ``unknown``,
+    stopped by memory, not an error."""
+    from cfmlir.bab.bounding import CertifierBounding
+
+    monkeypatch.setattr(CertifierBounding, "bound", _out_of_memory)
+    case = random_case(11, margin=0.10)
+    out = run_bab(deeppoly, case.net, case.prop, options=BabOptions(branching="relu", attack_restarts=0))
+    assert out.verdict == "unknown" and out.stopped.startswith("memory (out of cpu memory at layer 3 (mul)")
+
+    def allocator_fails(*args, **kwargs):  # an allocation outside the engine's layers (ml4acopf's 300-bus net)
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory")
+
+    monkeypatch.setattr(CertifierBounding, "bound", allocator_fails)
+    out = run_bab(deeppoly, case.net, case.prop, options=BabOptions(branching="relu", attack_restarts=0))
+    assert out.verdict == "unknown" and out.stopped.startswith("memory ([enforce fail")
+
+    def a_bug(*args, **kwargs):
+        raise RuntimeError("The size of tensor a (186) must match the size of tensor b (47)")
+
+    monkeypatch.setattr(CertifierBounding, "bound", a_bug)  # any other error is not hidden
+    with pytest.raises(RuntimeError, match="must match"):
+        run_bab(deeppoly, case.net, case.prop, options=BabOptions(branching="relu", attack_restarts=0))
+
+
+@pytest.mark.parametrize("seed", [1, 3])  # unsat: the search reaches the root
+def test_input_branching_optimises_the_root_without_carrying_its_parameters(shipped, monkeypatch, seed):
+    """``optimize_input=False`` (``--certifier auto``): the root is optimised once all the same (a root the
+    optimisation verifies needs no split: ml4acopf_2024 ``14_ieee prop3`` on the linear nets, unknown after
+    600 s of input splits before), and the search over input boxes decides as the MILP does."""
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.optimize import OptimizeOptions
+
+    calls = []
+    optimised = CertifierBounding.bound_optimized
+
+    def spy(self, *args, **kwargs):
+        calls.append(len(args[0]))
+        return optimised(self, *args, **kwargs)
+
+    monkeypatch.setattr(CertifierBounding, "bound_optimized", spy)
+    case = random_case(seed, margin=0.10, max_depth=2, max_width=12)
+    out = run_bab(shipped.compiled("alpha_deeppoly"), case.net, case.prop, deadline=time.monotonic() + PER_CASE_S,
+                  options=BabOptions(branching="input", optimize=OptimizeOptions(iterations=10), optimize_input=False))
+    assert out.verdict == case.truth and calls == [1]
+
+
 def test_cf_run_bab_with_optimize_decides(hard):
     """``cf-run --certifier alpha_deeppoly --optimize N --bab on``: the root's parameters are optimised and
     the search decides what one pass leaves unknown."""

@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 import torch
 
-from cftest.nets import layered_case as _case
+from cftest.nets import boxes, layered_case as _case
 from cfruntime import tensor as gb
 from cfruntime.flow import engine
 from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
@@ -18,19 +18,19 @@ from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
 OOM = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1048576 bytes. Error code 12"
 
 
-def _fits_up_to(cert, most: int, tries: list):
-    """``cert`` whose Affine rule fails to allocate when asked for more than ``most`` neurons at once
+def _fits_up_to(cert, most: int, tries: list, op: str = "Affine"):
+    """``cert`` whose rule ``op`` fails to allocate when asked for more than ``most`` neurons at once
     (the whole layer, or a block of rows); ``tries`` records the neurons asked for, per call."""
-    rule = cert.rules["Affine"]
+    rule = cert.rules[op]
 
-    def affine(rt, ctx):
+    def limited(rt, ctx):
         asked = ctx.layer.size if ctx.rows is None else ctx.rows.numel()
         tries.append(asked)
         if asked > most:
             raise RuntimeError(OOM)
         return rule(rt, ctx)
 
-    return dataclasses.replace(cert, rules={**cert.rules, "Affine": affine})
+    return dataclasses.replace(cert, rules={**cert.rules, op: limited})
 
 
 def _all_bounds(res, net, b):
@@ -57,6 +57,25 @@ def test_bounds_in_blocks_equal_the_whole_layers(shipped, name, kind):
     assert any(3 < t < max(wide) for t in tries)  # then blocks too big, then blocks that fit
     for n in wide:  # a block of n/4 rows was tried before blocks of n/16
         assert -(-n // engine.FIRST_BLOCKS) in tries
+
+
+@pytest.mark.parametrize("name", ["deeppoly", "alpha_deeppoly"])
+def test_a_product_in_blocks_equals_the_whole_layer(shipped, name):
+    """A product's rule takes the better of its interval bound (whole layer) and its back-substituted one
+    (the rows of the block): the block's traverse comes back laid into the layer's rows (row_subset.pad_rows;
+    before, "size of tensor a (186) must match ... (47)" on VNN-COMP 2024 ml4acopf's 118-bus net)."""
+    from cftest.product_nets import network
+
+    net = network("product")  # products of 4 and of 3 neurons
+    lb, ub = boxes(3, batch=3, seed=4, radius=0.6)
+    cert = shipped.compiled(name)
+    whole = run_certifier(cert, net, lb, ub)
+    tries = []
+    blocks = run_certifier(_fits_up_to(cert, 2, tries, "Neuron_mult"), net, lb, ub)
+    assert tries == [4, 1, 1, 1, 1, 3, 1, 1, 1]  # each layer, then its blocks (a quarter of it, rounded up)
+    for (lo, hi), (blo, bhi) in zip(_all_bounds(whole, net, 3), _all_bounds(blocks, net, 3)):
+        torch.testing.assert_close(blo, lo, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(bhi, hi, rtol=1e-12, atol=1e-12)
 
 
 def test_no_block_fits_ends_out_of_memory(shipped):
