@@ -424,13 +424,27 @@ def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: 
         return failed
     n = layer.size
 
-    def rule_on_rows(rows):
+    pad = [False]  # whether the rule needs its traverses' results laid back into the layer's rows
+
+    def run_rule(rows):
         ctx = LayerContext(network, layer, store, b, sym, new_sym)
-        ctx.rows, ctx.pad_rows = rows, True
-        values = list(cert.rules[op](rt, ctx))
+        ctx.rows, ctx.pad_rows = rows, pad[0]
+        return ctx, list(cert.rules[op](rt, ctx))
+
+    def rule_on_rows(rows):
+        try:
+            ctx, values = run_rule(rows)
+        except RuntimeError as exc:
+            # a rule that combines a block's traverse with values of the whole layer (a product's
+            # ``max(interval bound, back-substituted bound)``) fails on the shapes: again, padded
+            # (row_subset.pad_rows), and so for the next blocks
+            if pad[0] or is_out_of_memory(exc) or isinstance(exc, EngineError):
+                raise
+            pad[0] = True
+            ctx, values = run_rule(rows)
         if not ctx.rows_traversed:  # no layer-granular traverse: blocks would save nothing
             return None
-        return None if _row_dependent(members, values, n, padded=True) else values
+        return None if _row_dependent(members, values, n, padded=pad[0]) else values
 
     blocks = FIRST_BLOCKS
     while True:
@@ -489,11 +503,18 @@ def _row_dependent(members, values, n: int, padded: bool = False) -> str | None:
             continue
         if getattr(getattr(v, "coeff", None), "shape", (0, n))[1] not in (1, n):
             return name
-        if padded and any(bool(torch.isnan(gb.to_dense(t)).any()) for t in (getattr(v, "coeff", None),
-                                                                            getattr(v, "const", None))
-                          if t is not None and not isinstance(t, (int, float))):
+        if padded and any(_has_nan(t) for t in (getattr(v, "coeff", None), getattr(v, "const", None))):
             return name
     return None
+
+
+def _has_nan(t) -> bool:
+    """Whether a value has a NaN (its sum is NaN: a reduction, no copy of an expanded tensor; a sum of
+    infinities of both signs counts too, and only refuses blocks)."""
+    if t is None or isinstance(t, (int, float)):
+        return False
+    t = t if isinstance(t, torch.Tensor) else gb.to_dense(t)
+    return bool(torch.isnan(t.sum()))
 
 
 def _last_readers(layers) -> dict[int, list[int]]:
