@@ -59,20 +59,41 @@ def test_bounds_in_blocks_equal_the_whole_layers(shipped, name, kind):
         assert -(-n // engine.FIRST_BLOCKS) in tries
 
 
-@pytest.mark.parametrize("name", ["deeppoly", "alpha_deeppoly"])
-def test_a_product_in_blocks_equals_the_whole_layer(shipped, name):
-    """A product's rule takes the better of its interval bound (whole layer) and its back-substituted one
-    (the rows of the block): the block's traverse comes back laid into the layer's rows (row_subset.pad_rows;
-    before, "size of tensor a (186) must match ... (47)" on VNN-COMP 2024 ml4acopf's 118-bus net)."""
+def _products(kind: str):
+    """``product``: products of 4 and of 3 neurons (blocks of 1 row); ``wide``: ``(A x) * (B x)`` of 8
+    neurons (blocks of 2 rows)."""
     from cftest.product_nets import network
+    from cfruntime.network.graph import Layer, Network
 
-    net = network("product")  # products of 4 and of 3 neurons
+    if kind == "product":
+        return network("product"), [4, 1, 1, 1, 1, 3, 1, 1, 1]
+    g = torch.Generator().manual_seed(3)
+    layers = [Layer(index=0, kind="input", shape=(3,))]
+    for _ in range(2):
+        layers.append(Layer(index=len(layers), kind="affine", preds=[0], shape=(8,), linear_kind="dense",
+                            weight=torch.randn(8, 3, generator=g, dtype=torch.float64),
+                            bias=torch.randn(8, generator=g, dtype=torch.float64)))
+    layers.append(Layer(index=3, kind="mul", preds=[1, 2], shape=(8,)))
+    layers.append(Layer(index=4, kind="affine", preds=[3], shape=(2,), linear_kind="dense",
+                        weight=torch.randn(2, 8, generator=g, dtype=torch.float64), bias=torch.zeros(2, dtype=torch.float64)))
+    # the layer, its first block of 2 (fails on the shapes: 2 rows against 8), again padded, 3 more blocks
+    return Network(layers, source="wide_product.handbuilt"), [8, 2, 2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("kind", ["product", "wide"])
+@pytest.mark.parametrize("name", ["deeppoly", "alpha_deeppoly"])
+def test_a_product_in_blocks_equals_the_whole_layer(shipped, name, kind):
+    """A product's rule takes the better of its interval bound (whole layer) and its back-substituted one
+    (the rows of the block): a block of more than one row is run again with its traverse laid into the
+    layer's rows (row_subset.pad_rows; before, "size of tensor a (186) must match ... (47)" on VNN-COMP 2024
+    ml4acopf's 118-bus net)."""
+    net, expected = _products(kind)
     lb, ub = boxes(3, batch=3, seed=4, radius=0.6)
     cert = shipped.compiled(name)
     whole = run_certifier(cert, net, lb, ub)
     tries = []
     blocks = run_certifier(_fits_up_to(cert, 2, tries, "Neuron_mult"), net, lb, ub)
-    assert tries == [4, 1, 1, 1, 1, 3, 1, 1, 1]  # each layer, then its blocks (a quarter of it, rounded up)
+    assert tries == expected  # each layer, then its blocks (a quarter of it, rounded up)
     for (lo, hi), (blo, bhi) in zip(_all_bounds(whole, net, 3), _all_bounds(blocks, net, 3)):
         torch.testing.assert_close(blo, lo, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(bhi, hi, rtol=1e-12, atol=1e-12)
