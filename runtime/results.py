@@ -50,7 +50,7 @@ class Counterexample:
         return {"x": self.x.tolist(), "y": self.y.tolist(), "region": self.region, "disjunct": self.disjunct}
 
 
-def _float32_in_box(x: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray | None:
+def float32_in_box(x: np.ndarray, lb: np.ndarray, ub: np.ndarray) -> np.ndarray | None:
     """``x`` rounded to float32, nudged by one float32 step back into ``[lb, ub]`` where rounding left
     it; None when some coordinate has no float32 value in its interval."""
     import numpy as np
@@ -77,7 +77,7 @@ def confirm_counterexample(network, prop, region: int, x) -> Counterexample | No
 
     reg = prop.regions[region]
     x = np.asarray(x.detach().cpu() if hasattr(x, "detach") else x, dtype=np.float64).reshape(-1)
-    candidates = [c for c in (_float32_in_box(x, reg.lb, reg.ub), x) if c is not None]
+    candidates = [c for c in (float32_in_box(x, reg.lb, reg.ub), x) if c is not None]
     for cand in candidates:
         if cand.shape != reg.lb.shape or not np.all(np.isfinite(cand)):
             continue

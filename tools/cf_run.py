@@ -160,9 +160,16 @@ def run(args) -> int:
     if args.net is not None and args.instances is None and args.timeout is None:
         # a bad network is one line before anything compiles (with --timeout the worker process loads and
         # checks it: this process imports neither torch nor numpy, whose import takes seconds of the limit)
+        from cfruntime.errors import UnsupportedOpError
         from cfruntime.network.onnx_loader import check_file
 
-        check_file(args.net)
+        try:
+            check_file(args.net)
+        except UnsupportedOpError:
+            from cfmlir.tools.discrete_mode import enumerable
+
+            if args.vnnlib is None or not enumerable(args.net, args.vnnlib):  # (else: decided by enumeration)
+                raise
     if args.instances is not None:
         from cfmlir.tools.instances import run_instances
 

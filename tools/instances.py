@@ -727,8 +727,9 @@ def prepare_main(argv: list[str] | None = None) -> int:
     """``python -m cfmlir.tools.instances prepare CERTIFIER ONNX VNNLIB``: compile the certifier (into the
     cache, so ``run_instance.sh`` finds it compiled), check that the network and the property load and
     match, and prove a user's certifier's rules for this network (:mod:`cfmlir.proof_gate`, cached for
-    ``run_instance.sh``); one ``error:`` line and exit status 1 when they do not load, 3 when a rule is
-    refuted.  No analysis."""
+    ``run_instance.sh``); one ``error:`` line and exit status 1 when they do not load (a network the loader
+    refuses is ready when the property can be decided by enumeration, :mod:`cfmlir.tools.discrete_mode`), 3 when
+    a rule is refuted.  No analysis."""
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 4 or argv[0] != "prepare":
@@ -737,12 +738,18 @@ def prepare_main(argv: list[str] | None = None) -> int:
     _, certifier, net, vnnlib = argv
     certifier = auto_certifier.resolve(certifier, net)
     try:
-        from cfruntime.errors import PropertyError
+        from cfmlir.tools.discrete_mode import enumerable
+        from cfruntime.errors import PropertyError, UnsupportedOpError
         from cfruntime.properties import parse_vnnlib
 
         args = run_args.build_parser().parse_args(["--certifier", certifier])
         loaded = run_setup.load_program(args, certifier)
-        network, _prep = run_setup.load_network_file(Path(net))
+        try:
+            network, _prep = run_setup.load_network_file(Path(net))
+        except UnsupportedOpError:
+            if not enumerable(net, vnnlib):
+                raise
+            return 0  # decided by enumeration (tools/discrete_mode.py): no rule to prove
         prop = parse_vnnlib(vnnlib)
         if prop.num_inputs != network.input_size or prop.num_outputs != network.output_size:
             raise PropertyError(f"property has {prop.num_inputs} inputs and {prop.num_outputs} outputs, the network "

@@ -271,13 +271,20 @@ def load_network_file(net_path: Path, args=None, keep_output_softmax: bool = Fal
     its manifest entry, else the defaults)."""
     from cfruntime.errors import NetworkError
     from cfruntime.network import load_onnx
-    from cfruntime.properties.preprocessing import resolve_preprocessing
 
     if not net_path.is_file():
         raise NetworkError("no such network file", file=net_path)
-    flags = preprocessing_flags(args) if args is not None else {}
-    prep = resolve_preprocessing(net_path, **flags, manifest=getattr(args, "manifest", None))
+    prep = network_preprocessing(net_path, args)
     return load_onnx(net_path, keep_output_softmax=keep_output_softmax, **prep.value.load_kwargs()), prep
+
+
+def network_preprocessing(net_path: Path, args=None):
+    """The preprocessing of the network at ``net_path``: the flags of ``args``, else its manifest entry, else
+    the defaults (:func:`~cfruntime.properties.preprocessing.resolve_preprocessing`)."""
+    from cfruntime.properties.preprocessing import resolve_preprocessing
+
+    flags = preprocessing_flags(args) if args is not None else {}
+    return resolve_preprocessing(net_path, **flags, manifest=getattr(args, "manifest", None))
 
 
 def write_json(path, obj) -> None:

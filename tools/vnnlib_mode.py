@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from cfmlir.tools.discrete_mode import enumeration_instance
 from cfmlir.tools.run_args import EXIT_UNSOUND, UsageError
 from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, run_proof, write_json
 
@@ -24,7 +25,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
 
     from cfmlir.tools.provenance import provenance
 
-    from cfruntime.errors import PropertyError
+    from cfruntime.errors import PropertyError, UnsupportedOpError
     from cfruntime.properties import confirm_counterexample, parse_vnnlib
 
     t0 = time.perf_counter()
@@ -35,7 +36,10 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     else:
         net_path = Path(args.net)
     prog, compile_s = loaded.program, loaded.compile_s
-    net, prep = load_network_file(net_path, args)
+    try:
+        net, prep = load_network_file(net_path, args)
+    except UnsupportedOpError as refused:  # decided without a certifier if the free inputs are only rounded
+        return enumeration_instance(args, loaded, certifier, net_path, refused)
     prop = parse_vnnlib(args.vnnlib)
     if net.output_softmax_dropped and not prop.compares_outputs_only():  # the property reads the probabilities
         net, prep = load_network_file(net_path, args, keep_output_softmax=True)

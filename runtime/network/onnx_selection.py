@@ -36,15 +36,24 @@ DATA_OPERANDS = {
 _SELECTING_ATTRIBUTES = {"Resize": ("mode", (b"nearest", "nearest")), "Upsample": ("mode", (b"nearest", "nearest"))}
 
 
-def op_selection(ld, node, ins, a):
-    """One selection node (see the module docstring); ``ld`` is the loader."""
-    op = node.op_type
+def not_a_selection(op: str, a: dict) -> str | None:
+    """Why a node of ``op`` with attributes ``a`` does not select elements (interpolating ``Resize``, a
+    reducing scatter), else None."""
     if op in _SELECTING_ATTRIBUTES:
         attr, allowed = _SELECTING_ATTRIBUTES[op]
         if a.get(attr, b"nearest") not in allowed:
-            raise ld.unsupported(node, f"{attr} '{_text(a.get(attr))}' (only 'nearest' selects elements)")
+            return f"{attr} '{_text(a.get(attr))}' (only 'nearest' selects elements)"
     if op in ("ScatterND", "ScatterElements") and _text(a.get("reduction", b"none")) != "none":
-        raise ld.unsupported(node, f"reduction '{_text(a.get('reduction'))}' (only a plain scatter selects)")
+        return f"reduction '{_text(a.get('reduction'))}' (only a plain scatter selects)"
+    return None
+
+
+def op_selection(ld, node, ins, a):
+    """One selection node (see the module docstring); ``ld`` is the loader."""
+    op = node.op_type
+    why = not_a_selection(op, a)
+    if why is not None:
+        raise ld.unsupported(node, why)
     data = DATA_OPERANDS[op]
     values, operands, offset = [], [], 0
     for i, v in enumerate(ins):
