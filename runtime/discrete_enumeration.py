@@ -178,5 +178,7 @@ def _session(model_path):
     except Exception as e:  # noqa: BLE001 - ONNX Runtime raises its own Fail/InvalidGraph/...
         raise NetworkError(f"ONNX Runtime cannot run the model ({' '.join(str(e).split())[:200]})", file=model_path) from None
     inp = session.get_inputs()[0]
+    if inp.type != "tensor(float)":  # the witnesses and fixed inputs are float32 numbers
+        raise NotEnumerable(f"the model's input is {inp.type}, not float32")
     shape = tuple(d if isinstance(d, int) and d > 0 else 1 for d in inp.shape)
     return session, inp.name, shape

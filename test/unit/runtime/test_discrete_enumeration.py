@@ -119,3 +119,19 @@ def test_a_model_failing_at_a_rounded_value_is_one_error_line(tmp_path):
     """``Ceil`` of 7.4 is 8, past the table's 8 rows: ONNX Runtime's failure, named with the position."""
     with pytest.raises(NetworkError, match=r"m\.onnx: ONNX Runtime cannot evaluate the model at X_2 = 7\.4: .*indices"):
         _decide(tmp_path, "Ceil", [1.0, 2.0, 6.5, 0.0], [1.0, 2.0, 7.4, 0.0], ["(<= Y_1 -5.0)"])
+
+
+def test_a_float64_input_is_refused(tmp_path):
+    """The witnesses and the fixed inputs are float32 numbers: a model reading float64 is not enumerated."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Floor", ["x"], ["y"], name="floor")], "m",
+                              [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    path = tmp_path / "d.onnx"
+    onnx.save(model, str(path))
+    prop = parse_vnnlib(text=vnnlib_text([0.0, 1.0], [3.0, 1.0], ["(<= Y_0 -1.0)"]))
+    with pytest.raises(NotEnumerable, match=r"the model's input is tensor\(double\), not float32"):
+        enumerate_property(model, path, prop)
