@@ -28,7 +28,8 @@ discrete, and the reason names the input, the node and its op.
 
 Each rounding is monotone and integer-valued, so over ``[lo, hi]`` it takes exactly the integers from
 ``round(lo)`` to ``round(hi)``.  A free input rounded two different ways is refused (one rounding's
-integers would not say which values of the other occur together with them).
+integers would not say which values of the other occur together with them), and so is a model with a
+subgraph (``If``, ``Loop``, ``Scan``: their branches read tensors their inputs do not list) or random numbers.
 
 Example: ``x [12296] -> Gather(12288) -> Cast(int64) -> Range ...`` with ``X_12288`` free: ``{12288:
 ('trunc', -2**63, 2**63 - 1)}``; ``x -> Mul(2) -> Cast`` is refused (``X_0 reaches node 'mul' (Mul)``).
@@ -86,6 +87,10 @@ def discrete_reads(model: onnx.ModelProto, free: np.ndarray) -> dict[int, Roundi
     free = np.asarray(free, dtype=bool).reshape(-1)
     if int(np.prod(shape, dtype=np.int64)) != free.size:
         raise NotDiscrete(f"the model's input has {int(np.prod(shape))} elements, the property {free.size}")
+    for node in graph.node:
+        why = _not_a_function(node)
+        if why is not None:
+            raise NotDiscrete(f"node '{node.name or node.output[0]}' ({node.op_type}) {why}")
     state = _State(free, {t.name: onnx.numpy_helper.to_array(t) for t in graph.initializer})
     state.tokens[data[0].name] = np.arange(free.size, dtype=np.float64).reshape(shape)
     for node in graph.node:
@@ -94,6 +99,17 @@ def discrete_reads(model: onnx.ModelProto, free: np.ndarray) -> dict[int, Roundi
         if out.name in state.tokens and state.reads_free(out.name):
             raise NotDiscrete(f"{state.first_free(out.name)} reaches the output '{out.name}' without a rounding")
     return state.reads
+
+
+def _not_a_function(node) -> str | None:
+    """Why ``node`` could make the output more than a function of the inputs this analysis follows: a
+    subgraph (``If``/``Loop``/``Scan`` read outer tensors the node's inputs do not list), random numbers (a
+    ``Dropout`` given a training mode among them); else None."""
+    if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
+        return "has a subgraph"
+    if node.op_type in onnx_folding.RANDOM_OPS or (node.op_type == "Dropout" and len(node.input) > 2 and node.input[2]):
+        return "draws random numbers"
+    return None
 
 
 class _State:

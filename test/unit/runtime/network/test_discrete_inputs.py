@@ -133,3 +133,15 @@ def test_initializers_are_constants():
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     assert discrete_reads(m, _free(2)) == {2: Rounding("floor")}
     assert discrete_reads(m, _free(1, 2)) == {2: Rounding("floor")}  # x_1: read by nothing
+
+
+def test_subgraphs_and_random_numbers_are_refused():
+    """An ``If`` branch may read x without listing it; a random op makes the output no function of x at all."""
+    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["b"])], "branch", [],
+                               [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])])
+    nodes = [_const("c", np.array(True)), helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch, name="if")]
+    with pytest.raises(NotDiscrete, match=r"node 'if' \(If\) has a subgraph"):
+        discrete_reads(_model(nodes), _free())
+    nodes = [helper.make_node("RandomUniformLike", ["x"], ["r"], name="noise"), helper.make_node("Floor", ["r"], ["y"], name="f")]
+    with pytest.raises(NotDiscrete, match=r"node 'noise' \(RandomUniformLike\) draws random numbers"):
+        discrete_reads(_model(nodes), _free())
