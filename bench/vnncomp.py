@@ -12,7 +12,8 @@ how many loaded and were analysed (any verdict but ``error``), ``unsat``/``sat``
 process); while it runs, one line per instance on stderr (``mlp [1/2] net.onnx p.vnnlib: unsat (0.4s)``).
 ``--timeout`` replaces the CSV's per-instance timeouts (useful for a quick coverage run); ``--cap S``
 keeps the competition's timeouts but cuts each to at most ``S`` seconds, and ``--first N`` runs only the
-first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).
+first ``N`` instances of each benchmark (a subset that fits a CPU budget; both are recorded in the JSON).  The JSON is written again after every
+benchmark, so a run stopped part-way keeps the benchmarks it finished.
 Every verdict comes from ``cf-run``, whose ``sat`` answers carry a confirmed counterexample.
 ``--optimize N`` is passed on (N steps of the certifier's parameters, e.g. ``--certifier alpha_deeppoly``);
 ``--bab auto|on|off`` is passed on (branch and bound after one pass, :mod:`cfmlir.bab`; ``off`` measures
@@ -353,12 +354,17 @@ def main() -> int:
         print(f"{r['benchmark']:24} {r['instances']:5d} {r['analysed']:8d} {r['unsat']:5d} {r['sat']:4d} {r['unknown']:7d} "
               f"{r['timeout']:7d} {r['error']:5d} {r['split']:5d} {r['instances_s']:8.2f} {vs:>7}  "
               f"{f'{top[1]}x {top[0]}' if top else ''}", flush=True)
+        _write(args, results)  # after every benchmark: a run stopped later keeps the benchmarks it finished
+    _write(args, results)
+    return 0
+
+
+def _write(args, results: list) -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"certifier": args.certifier, "device": args.device, "dtype": args.dtype,
                                           "timeout_override_s": args.timeout, "cap_s": args.cap, "optimize": args.optimize, "first": args.first, "split": args.split,
                                           "bab": args.bab,
                                           "reference": args.reference, "benchmarks": results}, indent=1, allow_nan=False) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -201,3 +201,34 @@ def test_answers_the_organisers_withdrew_are_no_reference(tmp_path):
     rows = [{"onnx": "n.onnx", "vnnlib": "p2.vnnlib", "verdict": "unsat"},
             {"onnx": "n.onnx", "vnnlib": "p1.vnnlib", "verdict": "unsat"}]
     assert bench.compare(rows, "mnistfc", bench.reference_verdicts(str(tmp_path)))["agree"] == 1
+
+
+def test_a_run_stopped_part_way_keeps_the_benchmarks_it_finished(tmp_path, monkeypatch):
+    """The JSON is written after every benchmark: stopped in the second (a session's end, a kill), the first's
+    rows are in the file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_vnncomp", REPO / "bench" / "vnncomp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folders = []
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "instances.csv").write_text("net.onnx,p.vnnlib,60\n")
+        folders.append(str(tmp_path / name))
+    done = {"benchmark": "first", "instances": 1, "analysed": 1, "unsat": 1, "sat": 0, "unknown": 0, "timeout": 0,
+            "error": 0, "split": 0, "error_reasons": {}, "instances_s": 1.0, "rows": []}
+
+    def run(folder, args):
+        if folder.name == "second":
+            raise KeyboardInterrupt
+        return dict(done)
+
+    monkeypatch.setattr(bench, "run_benchmark", run)
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["vnncomp.py", *folders, "--out", str(out)])
+    try:
+        bench.main()
+    except KeyboardInterrupt:
+        pass
+    assert [b["benchmark"] for b in json.loads(out.read_text())["benchmarks"]] == ["first"]
