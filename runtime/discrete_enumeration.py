@@ -120,7 +120,7 @@ def enumerate_property(model, model_path: str | Path, prop, deadline: float | No
         tol = MARGIN * (1.0 + np.abs(b))
         for combo in itertools.product(*axes.values()):
             x[list(axes)] = combo
-            y = _run(session, name, x.reshape(shape), model_path, ", ".join(f"X_{i} = {x[i]:g}" for i in axes))
+            y = _run(session, name, x, shape, model_path, axes)
             done += 1
             rows = A @ y - b
             hit = next((d for d, g in enumerate(groups) if np.all(rows[g] <= 0.0)), None)
@@ -152,12 +152,13 @@ def _as_given(x32: np.ndarray, reg) -> np.ndarray:
     return np.where(lo < hi, x32.astype(np.float64), lo)
 
 
-def _run(session, name: str, x: np.ndarray, model_path, where: str) -> np.ndarray:
-    """The model's first output at ``x`` (float64 of its float32 values); one error line naming the free
-    inputs' values (``where``) when it fails there (an index out of range at some rounded value)."""
+def _run(session, name: str, x: np.ndarray, shape: tuple, model_path, free) -> np.ndarray:
+    """The model's first output at ``x`` (float64 of its float32 values); one error line naming the values of
+    the ``free`` inputs when it fails there (an index out of range at some rounded value)."""
     try:
-        return session.run(None, {name: x})[0].astype(np.float64).reshape(-1)
+        return session.run(None, {name: x.reshape(shape)})[0].astype(np.float64).reshape(-1)
     except Exception as e:  # noqa: BLE001 - ONNX Runtime's InvalidArgument/Fail/...
+        where = ", ".join(f"X_{i} = {x[i]:g}" for i in free)
         raise NetworkError(f"ONNX Runtime cannot evaluate the model at {where}: {' '.join(str(e).split())[:300]}",
                            file=model_path) from None
 
