@@ -254,8 +254,9 @@ class LayerContext:
             # for a kernel that would squeeze it away again, seg_ops.interval_inner)
             offsets, sizes = self.layout.offsets, self.layout.sizes
             dim, rank, end = n.dim, n.rank, n.start + n.count
+            # the layers before this one (a rule run late, flow.deferred, sees the store as it was then)
             keys = {offsets[k] - n.start: k for k in sorted(self.store.values[member])
-                    if n.start <= offsets[k] and offsets[k] + sizes[k] <= end}
+                    if k < self.layer.index and n.start <= offsets[k] and offsets[k] + sizes[k] <= end}
 
             def make(k, d=dim, r=rank):
                 return self.access(Neurons(offsets[k], sizes[k], d, r), member)

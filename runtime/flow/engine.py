@@ -27,9 +27,10 @@ from cfruntime.flow import finite
 from cfruntime.flow import ops as rt
 from cfruntime.flow import widening
 from cfruntime.flow.context import LayerContext
+from cfruntime.flow.deferred import deferred_layers
 from cfruntime.flow.representation import Representation
 from cfruntime.flow.specialise import rule_without
-from cfruntime.flow.store import ShapeStore
+from cfruntime.flow.store import Pending, ShapeStore
 from cfruntime.flow.straight_through import carry_values
 from cfruntime.flow.values import Affine
 from cfruntime.network.tensors import fresh_views, requires_grad
@@ -341,6 +342,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
     last = layers[-1].index
     freeable = [n for n, letter, _ in members if letter in "PS" and n in cert.local_members]
     last_reader = _last_readers(layers) if freeable else {}
+    deferred = deferred_layers(cert, network, plain_run=rep.planned and not (grad or wide is not None or overrides or freeable))
     for layer in layers[1:]:
         op = OPERATOR_OF_KIND[layer.kind]
         new_sym = sym + cert.noise.get(op, 0) * layer.size
@@ -359,12 +361,17 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
                 values = list(rule_without(cert, op, tuple(pos for pos, _ in sides))(rt, ctx))
                 for pos, v in sides:
                     values[pos] = v
+            elif layer.index in deferred:  # bounds no later rule may read: computed when read (flow.deferred)
+                values = list(rule_without(cert, op, bound_pos)(rt, ctx))
+                values[bound_pos[0]] = values[bound_pos[1]] = Pending(_bounds_later(
+                    cert, op, network, layer, store, b, sym, new_sym, bound_pos, rep))
             elif skip_upper:  # the upper bound is not wanted: not computed, +inf (given below)
                 values = list(rule_without(cert, op, (bound_pos[1],))(rt, ctx))
                 values[bound_pos[1]] = float("inf")
             else:
                 values = cert.rules[op](rt, ctx)
-            mats = {name: _materialise(v, letter, b, layer.size, rep) for (name, letter, _), v in zip(members, values)}
+            mats = {name: v if isinstance(v, Pending) else _materialise(v, letter, b, layer.size, rep)
+                    for (name, letter, _), v in zip(members, values)}
             if wide is not None:
                 mats = _widened(lambda v, *a: wide.apply(layer, v, *a), mats, grad, sym, new_sym,
                                 cert.noise.get(op, 0) >= 1)
@@ -484,6 +491,32 @@ def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool
         raise EngineError(f"certifier '{cert.name}': member '{name}' of layer {layer.index} depends on the rows "
                           f"whose bounds are computed: bounds of some rows only are not supported")
     return values
+
+
+def _bounds_later(cert, op: str, network, layer, store, b: int, sym: int, new_sym: int, bound_pos: tuple,
+                  rep: Representation):
+    """What computes ``layer``'s deferred Float bounds when they are first read (:mod:`cfruntime.flow.deferred`):
+    its rule for the bounds alone, in the layer's own context, and stores them; a block of its neurons at a time
+    when the whole layer does not fit (as :func:`_run` does)."""
+    members = cert.members
+
+    def compute() -> None:
+        others = tuple(i for i in range(len(members)) if i not in bound_pos)
+        try:
+            values = list(rule_without(cert, op, others)(rt, LayerContext(network, layer, store, b, sym, new_sym)))
+            for pos in bound_pos:
+                name, letter, _ = members[pos]
+                store.put(layer.index, name, _materialise(values[pos], letter, b, layer.size, rep))
+            return
+        except Exception as exc:  # an allocation failure: in blocks of neurons
+            if not is_out_of_memory(exc):
+                raise
+            failed = _requested_bytes(exc), True
+        failed = _in_blocks(cert, op, network, layer, store, b, sym, new_sym, members, bound_pos, rep, failed)
+        if failed is not None:
+            raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
+
+    return compute
 
 
 def _floats_are_bounds(members, bound_pos: tuple) -> bool:

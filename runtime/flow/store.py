@@ -20,6 +20,24 @@ from cfruntime.flow.representation import Representation
 from cfruntime.flow.values import Affine
 
 
+class Pending:
+    """A member value not computed yet: ``compute()`` stores it (with the layer's other pending members) when
+    it is first read (:mod:`cfruntime.flow.deferred`); a value never read is never computed."""
+
+    def __init__(self, compute):
+        self._compute = compute
+        self.running = False
+
+    def compute(self) -> None:
+        if self.running:  # the layer's own rule reading its bounds: as before they are stored
+            raise RuleError("a layer's bounds are read while they are computed")
+        self.running = True
+        try:
+            self._compute()
+        finally:
+            self.running = False
+
+
 class ShapeStore:
     def __init__(self, members: list[tuple[str, str, str]], sizes: list[int], batch: int, rep: Representation):
         self.members = {name: letter for name, letter, _ in members}
@@ -72,7 +90,11 @@ class ShapeStore:
 
     def get(self, layer: int, name: str):
         try:
-            return self.values[name][layer]
+            value = self.values[name][layer]
+            if isinstance(value, Pending):
+                value.compute()
+                value = self.values[name][layer]
+            return value
         except KeyError:
             if (layer, name) in self.released:
                 raise RuntimeError(f"shape member '{name}' of layer {layer} was freed after its successors ran") from None
@@ -90,6 +112,8 @@ class ShapeStore:
         key = (name, total_sym)
         if key in self._global:
             return self._global[key]
+        for k in [k for k, v in self.values[name].items() if isinstance(v, Pending) and not v.running]:
+            self.get(k, name)  # every layer is read: computed now
         letter = self.members[name]
         b = self.batch
         if letter in "PS":
@@ -107,7 +131,7 @@ class ShapeStore:
                 consts.append(gb.to_dense(v.const).expand(b, n) if not isinstance(v.const, float) else torch.full((b, n), v.const, dtype=self.rep.dtype))
             out = Affine(self.rep.cat([self._full_batch(c) for c in coeffs], 1), torch.cat(consts, 1))
         else:
-            stored = [(self.offsets[k], v) for k, v in sorted(self.values[name].items())]
+            stored = [(self.offsets[k], v) for k, v in sorted(self.values[name].items()) if not isinstance(v, Pending)]
             out = self.rep.float_member(stored, b, self.total)
             if out is not None:
                 self._global[key] = out
@@ -115,6 +139,7 @@ class ShapeStore:
             parts = []
             for k, n in enumerate(self.sizes):
                 v = self.values[name].get(k)
+                v = None if isinstance(v, Pending) else v  # being computed: not stored yet
                 parts.append(torch.zeros((b, n), dtype=self.rep.dtype, device=self.rep.device) if v is None else gb.to_dense(v).to(self.rep.dtype).expand(b, n))
             out = torch.cat(parts, 1)
         self._global[key] = out

@@ -260,7 +260,9 @@ def _patches_conv(P: PatchesBlock, C: ConvBlock, out_shape) -> Block:
         y = F.conv_transpose2d(x, C.weight, stride=C.stride)
     core2 = y.reshape(tuple(core.shape[:-3]) + (ci, kh2, kw2))
     (s2h, s2w), (p2h, p2w) = C.stride, C.padding
-    return PatchesBlock(core2, C.in_hw, (s1h * s2h, s1w * s2w), (p1h * s2h + p2h, p1w * s2w + p2w))
+    out = PatchesBlock(core2, C.in_hw, (s1h * s2h, s1w * s2w), (p1h * s2h + p2h, p1w * s2w + p2w))
+    # a kernel wider than the image: the matrix is smaller (and the kernels only grow from here)
+    return DenseBlock(out.to_dense(0)) if kh2 * kw2 > C.in_hw[0] * C.in_hw[1] else out
 
 
 def _conv_patches(C: ConvBlock, P: PatchesBlock) -> PatchesBlock:

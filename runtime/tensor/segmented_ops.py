@@ -39,6 +39,7 @@ from .kept_columns import KeptColumns
 from .lazy_parts import LazyParts
 from .masked_grad import divide, multiply, records
 from .matmul import block_matmul
+from .patches_align import aligned, diagonal_as_patches
 from .scalars import where_number
 from .unit_views import squeezed, unsqueezed
 from .segmented import Segmented, is_segmented, part_dense
@@ -140,7 +141,8 @@ def _same_kind_sum(pa, pb):
 
 def _core_combine(pa, pb, fn):
     """``fn(pa, pb)`` entry by entry for two blocks of one kind and geometry (diagonals on the same
-    dimensions, patches or selections of one geometry, a convolution seen as patches) through their cores, when
+    dimensions, patches or selections of one geometry, a convolution seen as patches, patches of nested windows
+    and a diagonal beside patches brought onto one window: :mod:`.patches_align`) through their cores, when
     ``fn`` maps two holes (0, 0) to 0; None for other pairs."""
     if isinstance(pa, DiagonalBlock) and isinstance(pb, DiagonalBlock) and pa.delta == pb.delta and pa.shape == pb.shape:
         return DiagonalBlock(fn(pa.core, pb.core), pa.delta)
@@ -148,9 +150,21 @@ def _core_combine(pa, pb, fn):
         pa = pa.as_patches()
     if isinstance(pb, ConvBlock) and isinstance(pa, PatchesBlock):
         pb = pb.as_patches()
+    pa, pb = _diagonal_as_patches(pa, pb), _diagonal_as_patches(pb, pa)
+    if isinstance(pa, PatchesBlock) and isinstance(pb, PatchesBlock) and not pa.same_geometry(pb):
+        pa, pb = aligned(pa, pb) or (pa, pb)
     if isinstance(pa, (PatchesBlock, SelectBlock)) and pa.same_geometry(pb):
         return pa.with_core(fn(pa.core, pb.core))
     return None
+
+
+def _diagonal_as_patches(p, other):
+    """``p`` as patches on ``other``'s map when ``p`` is a diagonal of the last two dims and ``other`` patches
+    of a map onto itself (a residual join's skip path); else ``p``."""
+    if isinstance(p, DiagonalBlock) and isinstance(other, PatchesBlock) and p.delta == p.core.dim() - 1 \
+            and p.shape == other.shape:
+        return diagonal_as_patches(p.core, other) or p
+    return p
 
 
 def _neg_part(p):

@@ -94,6 +94,30 @@ def residual_mlp(seed=0):
     return _model(nodes, inits, (3,), 2)
 
 
+def residual_conv(seed=0):
+    """TinyYOLO's block on 1x2x6x6 inputs: Conv(2->3, k3, p1) - Relu - Conv(3->3, k3, p1), beside Conv(2->3, k1);
+    Add - Relu - AveragePool(2x2, s2) - Flatten - Gemm(->3).  Two convolutions feed the join and the pool
+    feeds the Gemm: layers whose bounds no rule reads."""
+    from onnx import helper
+
+    rng = np.random.default_rng(seed)
+    f = lambda *s: (rng.standard_normal(s) * 0.5).astype(np.float32)  # noqa: E731
+    inits = {"K1": f(3, 2, 3, 3), "B1": f(3), "K2": f(3, 3, 3, 3), "B2": f(3), "K3": f(3, 2, 1, 1), "W": f(3, 27),
+             "B": f(3)}
+    nodes = [
+        helper.make_node("Conv", ["input", "K1", "B1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "K2", "B2"], ["c2"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["input", "K3"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("Add", ["c2", "c3"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r2"]),
+        helper.make_node("AveragePool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["fl"], axis=1),
+        helper.make_node("Gemm", ["fl", "W", "B"], ["out"], transB=1),
+    ]
+    return _model(nodes, inits, (2, 6, 6), 3)
+
+
 def generator_net(seed=0, upsample=False):
     """A cgan_2023-like generator and critic on 2 inputs: Gemm(2->72) - Relu - Reshape(8x3x3) -
     ConvTranspose(8->4, k4, s2, p1: 4x6x6) - Relu - [Resize(nearest, x2: 4x12x12) -] Conv(4->4, k3, s2, p1) -
