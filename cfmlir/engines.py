@@ -52,12 +52,13 @@ class CompiledEngine:
     False (or ``cf-run``'s ``"auto"``/``"on"``/``"off"``); ``graph``: None (the engine replays a CUDA
     graph where it pays, :func:`cfruntime.flow.engine.run_certifier`) or False (always eager: every
     operation runs where an operation counter sees it); ``blocks``: a layer too big for memory at once is
-    computed a block of neurons at a time (False: out of memory then, :func:`cfruntime.flow.engine.run_certifier`)."""
+    computed a block of neurons at a time (False: out of memory then; a ``time.monotonic()`` deadline: while
+    the layer's predicted end is before it, :func:`cfruntime.flow.engine.run_certifier`)."""
 
     name = "compiled"
 
     def __init__(self, certifier, *, sparse: bool = True, dtype="float64", device="cpu", widen=None, graph=None,
-                 blocks: bool = True):
+                 blocks: bool | float = True):
         self.certifier = certifier
         self.sparse = bool(sparse)
         self.dtype, self.widen = engine_options(dtype, widen)

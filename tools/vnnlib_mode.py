@@ -50,7 +50,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     proof = run_proof(args, loaded, certifier, net)  # before any analysis: a refuted rule ends the instance here
     t1 = time.perf_counter()
     from cfmlir.api import certify
-    from cfruntime.flow.engine import EngineOutOfMemory
+    from cfruntime.flow.engine import EngineOutOfMemory, EnginePastDeadline
     from cfruntime.soundness import vnnlib_counterexample
 
     # The attack first (samples, then PGD: forward and backward passes only): a violated property needs no
@@ -66,12 +66,12 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         try:
             engine = make_engine(args, prog)
             if getattr(args, "split_deadline", None) is not None and hasattr(engine, "blocks"):
-                # under a time limit a layer too big for memory ends the pass (the attack has the time left)
-                # rather than running a block of neurons at a time (engine.CompiledEngine)
-                engine.blocks = False
+                # under a time limit a layer too big for memory runs a block of neurons at a time only while
+                # its predicted end is before the deadline, else the pass ends (the attack has the time left)
+                engine.blocks = args.split_deadline
             batch = args.batch_size if getattr(args, "batch_size_given", False) else REGION_BATCH
             res = certify(None, net, prop, engine=engine, check=check, proof=proof, batch_size=batch, device=args.device)
-        except EngineOutOfMemory as exc:  # nothing is proved; the attack goes on (sat or unknown, not an error)
+        except (EngineOutOfMemory, EnginePastDeadline) as exc:  # nothing is proved; the attack goes on (sat or unknown)
             out_of_memory = str(exc)
             v, lows, highs = "unknown", [], []
             cex = attack_until(net, prop, getattr(args, "split_deadline", None))

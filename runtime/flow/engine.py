@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import time
 import types
 from dataclasses import dataclass, field
 
@@ -52,6 +53,17 @@ class EngineOutOfMemory(EngineError):
         need = f"{nbytes / 2 ** 30:.2f} GiB more" if nbytes is not None else "more memory than is free"
         super().__init__(f"out of {self.device} memory at layer {layer} ({kind}): it needed {need} "
                          f"for a batch of {batch}")
+
+
+class EnginePastDeadline(EngineError):
+    """A layer computed a block of its neurons at a time (it did not fit in memory at once) would end after
+    the caller's deadline (``blocks=<deadline>``), predicted from the blocks done: the pass stops there."""
+
+    def __init__(self, layer: int, kind: str, done: int, n: int, predicted_s: float, left_s: float):
+        self.layer, self.kind, self.predicted_s, self.left_s = layer, kind, predicted_s, left_s
+        super().__init__(f"layer {layer} ({kind}) did not fit in memory at once and, a block of its neurons at a "
+                         f"time, would take {predicted_s:.0f} s more after {done} of {n} neurons, with "
+                         f"{max(left_s, 0.0):.0f} s left before the time limit")
 
 
 _ALLOC_BYTES = re.compile(r"allocate (\d+) bytes|Tried to allocate ([\d.]+) ([KMGT]i?B)")
@@ -146,7 +158,8 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
                   sparse: bool = True, dtype: torch.dtype = torch.float64, device="cpu",
                   representation: str | None = None, graph: bool | None = None,
                   widen: bool | None = None, check_finite: bool = True, params=None,
-                  bound_overrides: dict | None = None, bound_upper: bool = True, blocks: bool = True) -> EngineResult:
+                  bound_overrides: dict | None = None, bound_upper: bool = True,
+                  blocks: bool | float = True) -> EngineResult:
     """Analyse ``network`` for the boxes ``[lb, ub]`` (``[B, input_size]``).
 
     ``representation`` (see :mod:`cfruntime.flow.representation`): ``planned``, ``gbscr`` or
@@ -209,8 +222,10 @@ def run_certifier(cert: CompiledCertifier, network, lb: torch.Tensor, ub: torch.
     instead of ``[B, n, W]``) in a run without overrides, widening or gradients, for certifiers whose Float
     members are the bounds and whose expressions do not depend on the rows computed (DeepPoly,
     alpha_deeppoly, SkipPoly; not ReuseCert); only when no block fits (down to one neuron) is the run
-    out of memory (:class:`EngineOutOfMemory`).  ``blocks=False``: out of memory at once (a caller with a
-    deadline that would rather spend the time otherwise)."""
+    out of memory (:class:`EngineOutOfMemory`).  ``blocks=False``: out of memory at once; ``blocks=<a
+    time.monotonic() deadline>``: blocks while the layer's end, predicted after each block from the time
+    per neuron so far, is before the deadline, else :class:`EnginePastDeadline` (a caller with a deadline
+    that would rather spend the time otherwise)."""
     if not bound_upper:
         graph = False
     if bound_overrides:
@@ -297,7 +312,7 @@ def _full_precision_float32():
 
 
 def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = False, grad: bool = False,
-         params=None, overrides=None, bound_upper: bool = True, blocks: bool = True) -> EngineResult:
+         params=None, overrides=None, bound_upper: bool = True, blocks: bool | float = True) -> EngineResult:
     rep = Representation(representation, dtype, device)
     b = lb.shape[0]
     lb, ub = _box(*(v if v.dim() == 2 else v.reshape(b, -1) for v in (lb, ub)), dtype, rep.device, widen)  # (a view is an operation)
@@ -364,7 +379,7 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             elif layer.index in deferred:  # bounds no later rule may read: computed when read (flow.deferred)
                 values = list(rule_without(cert, op, bound_pos)(rt, ctx))
                 values[bound_pos[0]] = values[bound_pos[1]] = Pending(_bounds_later(
-                    cert, op, network, layer, store, b, sym, new_sym, bound_pos, rep))
+                    cert, op, network, layer, store, b, sym, new_sym, bound_pos, rep, _deadline(blocks)))
             elif skip_upper:  # the upper bound is not wanted: not computed, +inf (given below)
                 values = list(rule_without(cert, op, (bound_pos[1],))(rt, ctx))
                 values[bound_pos[1]] = float("inf")
@@ -392,11 +407,12 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
             if not is_out_of_memory(exc):
                 raise
             failed = _requested_bytes(exc), True
-        if failed is not None and blocks and ov is None and wide is None and not grad and not no_upper:
+        if failed is not None and blocks is not False and ov is None and wide is None and not grad and not no_upper:
             # the layer's bounds a block of its neurons at a time (cfruntime.flow.row_subset.bounds_in_blocks)
             del ctx
             failed = out_of_memory_at(lambda: _in_blocks(cert, op, network, layer, store, b, sym, new_sym, members,
-                                                         bound_pos, rep, failed), layer.index, layer.kind, b, rep.device)
+                                                         bound_pos, rep, failed, _deadline(blocks)),
+                                      layer.index, layer.kind, b, rep.device)
         if failed is not None:  # raised outside the handler: no frame (and no tensor) stays referenced
             del store
             raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
@@ -418,13 +434,21 @@ def _run(cert, network, lb, ub, representation, dtype, device, widen: bool = Fal
 FIRST_BLOCKS, BLOCKS_FACTOR = 4, 4
 
 
+def _deadline(blocks: bool | float) -> float | None:
+    """The deadline in ``run_certifier``'s ``blocks`` (None: True or False)."""
+    return None if isinstance(blocks, bool) else float(blocks)
+
+
 def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: int, members, bound_pos: tuple,
-               rep: Representation, failed: tuple):
+               rep: Representation, failed: tuple, deadline: float | None = None):
     """Store ``layer``'s members with its Float bounds computed a block of rows at a time
     (:func:`cfruntime.flow.row_subset.bounds_in_blocks`) after the whole layer did not fit (``failed``:
     ``(requested bytes, True)``): None, or an allocation failure like ``failed`` when no block size fits or
     blocks cannot help (a Float member other than the bounds; no bound computed on the rows alone; a
-    PolyExp member that depends on the rows computed, as ReuseCert's back-substituted expressions)."""
+    PolyExp member that depends on the rows computed, as ReuseCert's back-substituted expressions).
+    ``deadline`` (``time.monotonic()``): before each block after the first, the time the remaining rows
+    would take at the rate of the rows done so far (at this block size) must end before it, else
+    :class:`EnginePastDeadline`."""
     from cfruntime.flow.row_subset import bounds_in_blocks  # noqa: PLC0415 - only a layer too big at once needs it
 
     if not _floats_are_bounds(members, bound_pos):
@@ -453,11 +477,27 @@ def _in_blocks(cert, op: str, network, layer, store, b: int, sym: int, new_sym: 
             return None
         return None if _row_dependent(members, values, n, padded=pad[0]) else values
 
+    def timed(rule):  # rule_on_rows, refusing a block that the deadline leaves no time for
+        started, done = time.monotonic(), [0]
+
+        def run(rows):
+            now = time.monotonic()
+            if done[0]:
+                predicted = (now - started) / done[0] * (n - done[0])
+                if now + predicted > deadline:
+                    raise EnginePastDeadline(layer.index, layer.kind, done[0], n, predicted, deadline - now)
+            values = rule(rows)
+            done[0] += rows.numel()
+            return values
+
+        return run
+
     blocks = FIRST_BLOCKS
     while True:
         size = -(-n // blocks)
+        rule = rule_on_rows if deadline is None else timed(rule_on_rows)
         try:
-            values = bounds_in_blocks(rule_on_rows, n, size, bound_pos, b, rep.dtype, rep.device)
+            values = bounds_in_blocks(rule, n, size, bound_pos, b, rep.dtype, rep.device)
             break
         except Exception as exc:  # noqa: BLE001 - only allocation failures are retried
             if not is_out_of_memory(exc):
@@ -494,7 +534,7 @@ def _row_values(cert, op: str, ctx, ov, bound_pos: tuple, members, widened: bool
 
 
 def _bounds_later(cert, op: str, network, layer, store, b: int, sym: int, new_sym: int, bound_pos: tuple,
-                  rep: Representation):
+                  rep: Representation, deadline: float | None = None):
     """What computes ``layer``'s deferred Float bounds when they are first read (:mod:`cfruntime.flow.deferred`):
     its rule for the bounds alone, in the layer's own context, and stores them; a block of its neurons at a time
     when the whole layer does not fit (as :func:`_run` does)."""
@@ -512,7 +552,7 @@ def _bounds_later(cert, op: str, network, layer, store, b: int, sym: int, new_sy
             if not is_out_of_memory(exc):
                 raise
             failed = _requested_bytes(exc), True
-        failed = _in_blocks(cert, op, network, layer, store, b, sym, new_sym, members, bound_pos, rep, failed)
+        failed = _in_blocks(cert, op, network, layer, store, b, sym, new_sym, members, bound_pos, rep, failed, deadline)
         if failed is not None:
             raise EngineOutOfMemory(layer.index, layer.kind, b, failed[0], rep.device)
 

@@ -112,16 +112,22 @@ def _scale_cols(Y: Block, c: torch.Tensor, out_shape):
 def _dense_conv(A: RepeatBlock, C: ConvBlock, out_shape) -> Block:
     """X @ M_conv: every row of X is an output-map gradient -> conv_transpose2d (on the CPU, onto an
     image of at most 3 channels (a network's input), as its col2im form ``fold(W^T x)``: 2.4x (RGB) to
-    4x (grey) faster there; with more channels conv_transpose2d is faster)."""
+    4x (grey) faster there; with more channels conv_transpose2d is faster in float32 (mkldnn), but in
+    float64 torch's own kernel unfolds every row at once into a zero-filled buffer nine times the rows'
+    size for a 3x3 kernel (8.4 GB for 2,704 rows of VNN-COMP's TinyYOLO 16x52x52 maps) and is 2.5-5x
+    slower than the folded form in pieces of a few megabytes)."""
     ca = _full_k(A.core, -1, A.shape[-1])
     co, ho, wo = C.out_chw
     (hi, wi), (sh, sw), (ph, pw), (kh, kw) = C.in_hw, C.stride, C.padding, C.k_hw
     x = ca.reshape(-1, co, ho, wo)
     ci = C.weight.shape[1]
-    if x.device.type == "cpu" and ci <= 3:
+    if x.device.type == "cpu" and (ci <= 3 or x.dtype == torch.float64):
         wt = C.weight.reshape(co, ci * kh * kw).t()
-        # rows whose columns stay small (in at most _COLS_CHUNKS_MAX pieces: each costs a few operations)
-        step = max(1, _COLS_CHUNK // (ci * kh * kw * ho * wo), -(-x.shape[0] // _COLS_CHUNKS_MAX))
+        cols = ci * kh * kw * ho * wo
+        if ci <= 3:  # rows whose columns stay small, in at most _COLS_CHUNKS_MAX pieces (each a few operations)
+            step = max(1, _COLS_CHUNK // cols, -(-x.shape[0] // _COLS_CHUNKS_MAX))
+        else:  # pieces that stay in cache however many: the time is the memory traffic
+            step = max(1, _COLS_CHUNK_F64 // cols)
         y = _fold_transposed_rows(x, wt, (ci, kh, kw), C.in_hw, C.stride, C.padding, step)
     else:
         oph = hi - ((ho - 1) * sh - 2 * ph + kh)
@@ -169,6 +175,8 @@ def _in_chunks(fn, x: torch.Tensor, step: int, dim: int, out_dim: int) -> torch.
 
 _COLS_CHUNK = 1 << 20  # entries of the unfolded columns that a CPU X @ conv makes at once
 _COLS_CHUNKS_MAX = 8
+_COLS_CHUNK_F64 = 3 << 20  # entries of a float64 piece with more than 3 channels (24 MiB: 0.9 s against 1.6-1.8 s
+# for 4-32x bigger pieces on 2,704 rows of 16x52x52 maps, 2 CPU threads)
 
 
 def _conv_dense(C: ConvBlock, B: RepeatBlock, out_shape) -> Block:

@@ -63,7 +63,7 @@ def _examples() -> dict[str, list]:
     from cfmlir.tools import cf_opt, cf_plot, run_args, run_setup
     from cfmlir.verify.errors import FragmentError
     from cfruntime import errors as E
-    from cfruntime.flow.engine import EngineError, EngineOutOfMemory
+    from cfruntime.flow.engine import EngineError, EngineOutOfMemory, EnginePastDeadline
     from cfruntime.flow.finite import NonFiniteBoundsError
     from cfruntime.flow.ops import LoopLimitError
     from cfruntime.flow.widening import WideningError
@@ -94,6 +94,7 @@ def _examples() -> dict[str, list]:
         NonFiniteBoundsError: [NonFiniteBoundsError("layer 2 (relu): NaN lower bound", file="n.onnx", layer=2)],
         EngineError: [EngineError("certifier 'c' has no rule for 'Relu' (layer 2)")],
         EngineOutOfMemory: [EngineOutOfMemory(4, "margins", 16, 3 * 2 ** 30, "cpu")],
+        EnginePastDeadline: [EnginePastDeadline(23, "affine", 2704, 10816, 180.0, 40.0)],
         WideningError: [WideningError("sums of 9 terms: no useful error bound")],
         UnsupportedModuleError: [UnsupportedModuleError("function 'sin'", "sin_1", model="Net")],
         InterpreterError: [InterpreterError("certifier 't' has no rule for 'Relu'")],

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import cfmlir.api
 from cftest.vnnlib_cases import properties, vector_net
 
@@ -33,14 +35,18 @@ def test_violated_property_is_sat_without_a_bounding_pass(tmp_path, capsys, monk
     assert d["verdict"] == "unsat" and len(d["regions"]) == 1 and calls == [1]
 
 
-def test_a_pass_that_does_not_fit_in_memory_ends_unknown_or_sat_by_more_attacks(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("stop", ["memory", "deadline"])
+def test_a_pass_that_does_not_fit_in_memory_ends_unknown_or_sat_by_more_attacks(tmp_path, capsys, monkeypatch, stop):
     """One bounding pass out of memory (traffic_signs_recognition_2023's 64x64 net: 24.7 GiB at its first
-    convolution) proves nothing: the instance is ``unknown`` -- not an error -- and the attack goes on with new
-    seeds and more restarts, so a violated property the first attack missed is still ``sat``."""
+    convolution), or whose layer in blocks would end after the time limit (VNN-COMP 2024 TinyYOLO), proves
+    nothing: the instance is ``unknown`` -- not an error -- and the attack goes on with new seeds and more
+    restarts, so a violated property the first attack missed is still ``sat``."""
     import cfruntime.soundness
-    from cfruntime.flow.engine import EngineOutOfMemory
+    from cfruntime.flow.engine import EngineOutOfMemory, EnginePastDeadline
 
     def no_memory(*a, **k):
+        if stop == "deadline":
+            raise EnginePastDeadline(2, "affine", 100, 400, 240.0, 80.0)
         raise EngineOutOfMemory(2, "affine", 1, 24 << 30, "cpu")
 
     monkeypatch.setattr(cfmlir.api, "certify", no_memory)
@@ -55,7 +61,8 @@ def test_a_pass_that_does_not_fit_in_memory_ends_unknown_or_sat_by_more_attacks(
     net = vector_net(tmp_path / "v.onnx")
     holds, violated = properties(tmp_path, net, 0.01)
     d = _run(tmp_path, capsys, net, violated)
-    assert d["verdict"] == "sat" and "24.00 GiB" in d["out_of_memory"] and seeds[:2] == [0, 1]
+    assert d["verdict"] == "sat" and ("24.00 GiB" if stop == "memory" else "240 s more") in d["out_of_memory"]
+    assert seeds[:2] == [0, 1]
     seeds.clear()
     d = _run(tmp_path, capsys, net, holds)  # no deadline: one more attack, then unknown
     assert d["verdict"] == "unknown" and d["regions"] == [] and seeds == [0, 1]
@@ -79,10 +86,11 @@ def test_attacks_go_on_until_the_deadline(tmp_path):
     assert 1.0 < time.monotonic() - t0 < 3.0
 
 
-def test_a_layer_too_big_for_memory_is_not_run_in_blocks_under_a_deadline(tmp_path, monkeypatch):
+def test_a_layer_too_big_for_memory_runs_in_blocks_until_the_deadline(tmp_path, monkeypatch):
     """Without a time limit the pass runs a layer too big for memory a block of neurons at a time
-    (``CompiledEngine.blocks``); under one (an instance's deadline, as the ``--timeout`` worker sets it) it
-    ends out of memory and the attack has the time that is left."""
+    (``CompiledEngine.blocks``); under one (an instance's deadline, as the ``--timeout`` worker sets it)
+    the engine gets the deadline: blocks only while the layer's predicted end is before it, else the pass
+    ends and the attack has the time that is left (``test_layer_in_blocks``)."""
     import time
 
     from cfmlir.tools import vnnlib_mode
@@ -99,4 +107,4 @@ def test_a_layer_too_big_for_memory_is_not_run_in_blocks_under_a_deadline(tmp_pa
     assert vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]["verdict"] == "unsat"
     args.split_deadline = time.monotonic() + 60.0
     assert vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]["verdict"] == "unsat"
-    assert seen == [True, False]
+    assert seen == [True, args.split_deadline]

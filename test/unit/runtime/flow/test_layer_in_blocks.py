@@ -13,7 +13,7 @@ import torch
 from cftest.nets import boxes, layered_case as _case
 from cfruntime import tensor as gb
 from cfruntime.flow import engine
-from cfruntime.flow.engine import EngineOutOfMemory, run_certifier
+from cfruntime.flow.engine import EngineOutOfMemory, EnginePastDeadline, run_certifier
 
 OOM = "DefaultCPUAllocator: can't allocate memory: you tried to allocate 1048576 bytes. Error code 12"
 
@@ -141,3 +141,36 @@ def test_blocks_off_ends_out_of_memory_at_once(shipped):
     with pytest.raises(EngineOutOfMemory):
         CompiledEngine(cert, blocks=False).bounds(net, lb, ub)
     assert CompiledEngine(cert).bounds(net, lb, ub)[0].shape == (3, 3)
+
+
+def test_blocks_under_a_deadline_stop_when_the_layer_would_end_after_it(shipped, monkeypatch):
+    """``blocks=<deadline>``: after each block the rows left are predicted at the rate of the rows done;
+    a layer that would end after the deadline stops before its next block (``EnginePastDeadline``, not out
+    of memory: a smaller batch would not help), one that ends before it gives the bounds of ``blocks=True``.
+    The clock is a fake one that advances 10 s per block."""
+    import time
+
+    net, lb, ub = _case("mlp")
+    cert = shipped.compiled("deeppoly")
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    tries = []
+    limited = _fits_up_to(cert, 3, tries)
+    rule = limited.rules["Affine"]
+
+    def slow(rt, ctx):
+        if ctx.rows is not None:
+            clock[0] += 10.0
+        return rule(rt, ctx)
+
+    slow_cert = dataclasses.replace(limited, rules={**limited.rules, "Affine": slow})
+    # the first affine layer (12 neurons): blocks of 3, 10 s each; after one block 30 s more are predicted
+    with pytest.raises(EnginePastDeadline, match=r"layer 1 \(affine\).* 30 s more after 3 of 12 neurons, with 15 s left"):
+        run_certifier(slow_cert, net, lb, ub, blocks=1025.0)
+    assert tries == [12, 3]
+    clock[0], tries[:] = 1000.0, []
+    blocked = run_certifier(slow_cert, net, lb, ub, blocks=1e9)
+    whole = run_certifier(cert, net, lb, ub)
+    for (lo, hi), (blo, bhi) in zip(_all_bounds(whole, net, 3), _all_bounds(blocked, net, 3)):
+        torch.testing.assert_close(blo, lo, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(bhi, hi, rtol=1e-12, atol=1e-12)

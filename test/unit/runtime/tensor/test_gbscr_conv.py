@@ -181,6 +181,27 @@ def test_dense_at_conv_onto_few_channels_in_row_chunks(s, p, ci, co, k, chunk, m
     assert_matches(r, X @ M)
 
 
+@pytest.mark.parametrize("chunk", [None, 1])
+@pytest.mark.parametrize("s,p,ci,co,k", [(1, 1, 4, 5, 3), (2, 0, 5, 4, 2), (2, 1, 4, 3, 3)])
+def test_dense_at_conv_onto_many_channels_in_float64_is_folded_in_pieces(s, p, ci, co, k, chunk, monkeypatch):
+    """X @ conv onto more than 3 channels in float64 on the CPU: W^T x then fold in pieces of rows (torch's
+    float64 transposed convolution unfolds every row at once into a zero-filled buffer), whole or a row at a
+    time, equals the unrolled product; in float32 it stays one transposed convolution (mkldnn)."""
+    from cfruntime.op_count import OpCounter
+
+    if chunk is not None:
+        monkeypatch.setattr(matmul_module, "_COLS_CHUNK_F64", chunk)
+    for dtype in (torch.float64, torch.float32):
+        g, w, blk, M = _setup(s, p, ci, co, k, dtype)
+        X = _rand(g, 2, 7, M.shape[0], dtype=dtype)  # small integers in float32: exact
+        conv = SparseTensor((2,) + tuple(M.shape), 0.0, [((0, 0, 0), ConvBlock(w, (5, 4), s, p, lead=(2,)))])
+        with OpCounter() as ops:
+            r = T.inner(SparseTensor(X.shape, 0.0, [((0, 0, 0), DenseBlock(X))]), conv)
+        assert_matches(r, X @ M)
+        folded = ops.by_name.get("bmm", 0)
+        assert (folded == (1 if chunk is None else 14)) if dtype == torch.float64 else folded == 0, ops.by_name
+
+
 @pytest.mark.parametrize("grad", [False, True])
 def test_dense_at_conv_in_pieces_shares_one_buffer_and_one_canvas(grad, monkeypatch):
     """X @ conv onto an RGB image in pieces of rows: the pieces' W^T x go through one columns buffer
