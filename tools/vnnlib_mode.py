@@ -56,7 +56,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     # The attack first (samples, then PGD: forward and backward passes only): a violated property needs no
     # bounds, and on wide nets one bounding pass costs far more than the attack (cgan_2023: minutes against
     # seconds).  sat only with a point that the network, evaluated again in float64, confirms.
-    cex = split = bab = out_of_memory = None
+    cex = split = bab = out_of_memory = pass_s = None
     found = vnnlib_counterexample(net, prop)
     if found is not None:
         cex = confirm_counterexample(net, prop, found[0], found[1])
@@ -70,6 +70,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
                 # its predicted end is before the deadline, else the pass ends (the attack has the time left)
                 engine.blocks = args.split_deadline
             batch = args.batch_size if getattr(args, "batch_size_given", False) else REGION_BATCH
+            t_pass = time.perf_counter()
             res = certify(None, net, prop, engine=engine, check=check, proof=proof, batch_size=batch, device=args.device)
         except (EngineOutOfMemory, EnginePastDeadline) as exc:  # nothing is proved; the attack goes on (sat or unknown)
             out_of_memory = str(exc)
@@ -80,8 +81,10 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
         else:
             lows, highs = res.row_lb, res.row_ub
             v = _trusted(res.verdict, check)
+            # a region's share of the pass (batched regions cost less each: this errs towards searching)
+            pass_s = (time.perf_counter() - t_pass) / max(1, len(prop.regions))
     if v == "unknown" and out_of_memory is None and not (check is not None and check.unsound):
-        bab = _bab(args, prog, net, prop, lows, check)
+        bab = _bab(args, prog, net, prop, lows, check, pass_s)
         split = None if bab is not None else _split(args, prog, net, prop, lows, check)
         found = bab or split
         if found is not None:
@@ -191,11 +194,12 @@ def _split(args, prog, net, prop, lows, check):
                                deadline=deadline, device=args.device, check=check, **batch)
 
 
-def _bab(args, prog, net, prop, lows, check):
+def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None):
     """Branch and bound (:mod:`cfmlir.bab`) of a property one pass left unknown, when ``--bab`` asks for it
     (``auto``: the compiled engine under a time limit): its :class:`~cfmlir.bab.BabOutcome`, else None.  The
     deadline is the instance's (``args.split_deadline``, set by the process that enforces ``--timeout``);
-    without one, the search stops after ``--max-boxes`` subdomains (20000 by default)."""
+    without one, the search stops after ``--max-boxes`` subdomains (20000 by default).  ``pass_s``: the first
+    pass's seconds per region (:attr:`~cfmlir.bab.BabOptions.pass_seconds`: no root the deadline cannot wait for)."""
     from cfmlir.bab import BabOptions
     from cfmlir.bab.driver import run_bab
     from cfruntime.properties.vnnlib import region_verified
@@ -215,7 +219,7 @@ def _bab(args, prog, net, prop, lows, check):
     options = BabOptions(branching=getattr(args, "bab_branching", "auto"), max_domains=max_domains,
                          engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize,
                          optimize_input=given is not None,
-                         beta=getattr(args, "bab_beta", "on") == "on")
+                         beta=getattr(args, "bab_beta", "on") == "on", pass_seconds=pass_s)
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
                    sparse=engine.sparse, widen=engine.widen, check=check, verified=verified)

@@ -40,7 +40,7 @@ from cfmlir.bab.lagrangian import beta_key
 from cfmlir.bab.local_rows import localise, own_rows
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.options import (AUTO_MAX_FREE_INPUTS, AUTO_MAX_FREE_INPUTS_WIDE, INPUT_SPLIT_RELU_RATIO, LP_UNSTABLE,
-                                SMALL_LP, BabOptions, BabOutcome, default_memory_bytes)
+                                ROOT_AND_ROUND_PASSES, SMALL_LP, BabOptions, BabOutcome, default_memory_bytes)
 from cfmlir.bab.structure import structure_of
 from cfmlir.bab.warm_params import alpha_field
 from cfruntime.flow.engine import EngineOutOfMemory, is_out_of_memory
@@ -140,6 +140,7 @@ class _RegionSearch:
         try:
             if self.deadline is not None and t0 > self.deadline:
                 raise _Stop("deadline")
+            self._stop_if_no_time_for_root(t0)
             root = self._root()
             if root is None:
                 return
@@ -155,6 +156,15 @@ class _RegionSearch:
         finally:
             self.stats["seconds"] += time.monotonic() - t0
             self.stats["bounded"] += self.bounding.rows_bounded
+
+    def _stop_if_no_time_for_root(self, now: float) -> None:
+        """Stop ``unknown`` when the deadline leaves less than :data:`ROOT_AND_ROUND_PASSES` of the first pass's
+        time (``options.pass_seconds``): the root and a round of its children could not end before it."""
+        took = self.options.pass_seconds
+        if self.deadline is None or took is None or now + ROOT_AND_ROUND_PASSES * took <= self.deadline:
+            return
+        raise _Stop(f"deadline (one pass took {took:.0f} s, {max(0.0, self.deadline - now):.0f} s left: "
+                    f"not enough for the root and a round)")
 
     def _first_attack(self) -> None:
         o = self.options

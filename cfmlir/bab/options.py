@@ -24,6 +24,9 @@ MIN_POOL_BYTES = 1 << 30
 #: the environment variable a parallel run sets in each analysis process: how many searches may run at once on
 #: this machine, which share the pools' memory (``cf-run --ray``: one instance per CPU); absent: 1
 CONCURRENT_SEARCHES_ENV = "CFMLIR_CONCURRENT_SEARCHES"
+#: ``pass_seconds``: the search starts its root only when the time left holds this many passes (the root's, and
+#: at least one round of children bounded from it)
+ROOT_AND_ROUND_PASSES = 2
 
 
 def default_memory_bytes() -> int:
@@ -104,6 +107,11 @@ class BabOptions:
     clip: bool = True
     memory_bytes: int | None = None
     max_domains: int | None = None
+    #: the seconds one bounding pass over the whole box took (a first pass before the search, or None): under a
+    #: deadline that leaves less than :data:`ROOT_AND_ROUND_PASSES` of them after the first attack, the search
+    #: stops ``unknown`` before its root (the root and one round of children cannot end in time: VNN-COMP 2024
+    #: yolo_2023's TinyYOLO, a 140 s pass under 300 s, ran into the limit and ended ``timeout``)
+    pass_seconds: float | None = None
     optimize: object = None
     #: whether the root's optimised parameters reach the children when the search splits the input box (ACAS
     #: Xu): every input child recomputes every layer, from the parameters' initial values but for the rows',

@@ -108,3 +108,40 @@ def test_a_layer_too_big_for_memory_runs_in_blocks_until_the_deadline(tmp_path, 
     args.split_deadline = time.monotonic() + 60.0
     assert vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]["verdict"] == "unsat"
     assert seen == [True, args.split_deadline]
+
+
+def test_no_branch_and_bound_when_the_time_left_holds_less_than_two_passes(tmp_path, monkeypatch):
+    """A first pass that leaves the property open and took longer than half the time left: branch and bound
+    stops before its root (``BabOptions.pass_seconds``), so the instance ends ``unknown`` at once instead of
+    running into the limit (TinyYOLO: a 140 s pass under 300 s ended ``timeout``); with time for it, the
+    search runs and decides."""
+    import dataclasses
+    import time
+
+    import numpy as np
+
+    from cfmlir.tools import vnnlib_mode
+    from cfmlir.tools.run_args import build_parser
+    from cfmlir.tools.run_setup import load_program
+
+    net = vector_net(tmp_path / "v.onnx")
+    holds, _ = properties(tmp_path, net, 0.01)
+    real = cfmlir.api.certify
+    pause = [0.0]
+
+    def open_after(*a, **k):  # the pass's bounds made too weak to verify, after ``pause`` seconds
+        res = real(*a, **k)
+        time.sleep(pause[0])
+        return dataclasses.replace(res, verdict="unknown", row_lb=[np.asarray(lo) - 1e3 for lo in res.row_lb])
+
+    monkeypatch.setattr(cfmlir.api, "certify", open_after)
+    args = build_parser().parse_args(["--net", str(net), "--vnnlib", str(holds), "--bab", "on", "--split", "off"])
+    loaded = load_program(args, "deeppoly")
+    args.split_deadline = time.monotonic() + 120.0
+    d = vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]
+    assert d["verdict"] == "unsat" and d["bab"]["domains"] >= 1
+    pause[0] = 3.0
+    args.split_deadline = time.monotonic() + 5.0
+    d = vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]
+    assert d["verdict"] == "unknown" and d["bab"]["stopped"].startswith("deadline (one pass took 3 s")
+    assert d["bab"]["domains"] == 0

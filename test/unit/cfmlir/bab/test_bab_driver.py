@@ -91,6 +91,19 @@ def test_limits_end_unknown(deeppoly):
     assert (out.verdict, out.stopped) == ("unknown", "domain limit") and out.stats["domains"] <= 3 + 2 * 64
 
 
+def test_no_root_when_the_deadline_cannot_wait_for_it(deeppoly):
+    """``pass_seconds``: with 60 s left and a first pass of 40 s the root and a round (2 x 40 s) cannot end: the
+    search stops ``unknown`` before bounding anything; with a pass of 1 s it decides the instance."""
+    case = random_case(3, margin=0.05, max_depth=2)
+    slow = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 60,
+                   options=BabOptions(branching="relu", attack_restarts=0, pass_seconds=40.0))
+    assert slow.verdict == "unknown" and slow.stopped.startswith("deadline (one pass took 40 s")
+    assert slow.stats["domains"] == 0
+    fast = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 60,
+                   options=BabOptions(branching="relu", attack_restarts=0, pass_seconds=1.0))
+    assert fast.verdict == case.truth == "unsat"
+
+
 def test_api_takes_names_and_paths(tmp_path):
     ws, bs, model = relu_net([2, 6, 1], seed=4)
     onnx.save(model, str(tmp_path / "net.onnx"))
