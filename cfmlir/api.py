@@ -185,10 +185,13 @@ class VnnlibResult:
     row_ub: list
     times: dict
     proof: Any = None
+    #: with ``certify(layer_bounds=...)``: per region ``{layer: (lower [n], upper [n])}`` (float64; None for a
+    #: region without rows), every layer but the input (``"computed"``: those the pass computed, see there)
+    layer_bounds: list | None = None
 
 
 def certify(certifier: Certifier, network, prop, *, engine="compiled", device="cpu", dtype="float64",
-            batch_size: int = 100, widen=None, layer_bounds: bool = False, sparse: bool = True,
+            batch_size: int = 100, widen=None, layer_bounds: bool | str = False, sparse: bool = True,
             check=None, on_batch=None, on_shrink=None, ray=None, require_proof: bool = False,
             proof_timeout: float | None = None, proof=None, optimize=None,
             lr: float | None = None):
@@ -197,6 +200,9 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     ``bounds(network, lb, ub, with_layers)``; ``widen``: None (on for float32), True or False;
     ``sparse=False``: dense torch tensors.  A :class:`cfruntime.properties.RobustnessProperty` gives a
     :class:`Result`, a :class:`cfruntime.properties.VnnlibProperty` a :class:`VnnlibResult`.
+    ``layer_bounds``: every layer's bounds in the result too; ``"computed"``: only the layers the analysis
+    computed anyway (the compiled engine leaves out a layer whose bounds no rule read,
+    :mod:`cfruntime.flow.deferred`, which reading would compute: branch and bound's root reuses the rest).
 
     Hooks (all optional): ``check(margin_network, lb, ub, layers, first)`` is called after each batch
     (robustness: boxes ``first...`` of ``prop``; VNN-LIB: input regions ``first...``) with every layer's
@@ -235,7 +241,7 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
     timer = _CheckTimer(check)
     t0 = time.perf_counter()
     if isinstance(prop, VnnlibProperty):
-        res = _certify_vnnlib(eng, net, prop, t0, timer, batch_size, device)
+        res = _certify_vnnlib(eng, net, prop, t0, timer, batch_size, device, layer_bounds)
         res.proof = proof
         return res
     if ray is not None and ray is not False:
@@ -245,16 +251,21 @@ def certify(certifier: Certifier, network, prop, *, engine="compiled", device="c
             raise ValueError("certify(ray=...) runs a named engine ('compiled' or 'interpreter'), not an engine object")
         lower, upper, layers, used = ray_bounds(
             "local" if ray is True else str(ray), certifier, network, net, prop, engine=engine, options=options,
-            batch_size=batch_size, with_layers=layer_bounds or check is not None, keep_layers=layer_bounds,
+            batch_size=batch_size, with_layers=_with_layers(layer_bounds, check), keep_layers=bool(layer_bounds),
             on_slice=_slice_hooks(net, prop, device, timer, on_batch), on_shrink=on_shrink)
     else:
         lower, upper, layers, used = bounds_in_batches(
             eng, net, prop.lb, prop.ub, prop.C, batch_size, device=device,
-            with_layers=layer_bounds or check is not None, keep_layers=layer_bounds,
+            with_layers=_with_layers(layer_bounds, check), keep_layers=bool(layer_bounds),
             on_slice=_slice_hooks(net, prop, device, timer, on_batch, local=True), on_shrink=on_shrink)
     res = _robustness_result(net, prop, lower, upper, layers, used, t0, timer)
     res.proof = proof
     return res
+
+
+def _with_layers(layer_bounds, check):
+    """The engines' ``with_layers`` for :func:`certify`'s ``layer_bounds``: every layer for a ``check`` hook."""
+    return True if check is not None else layer_bounds
 
 
 def _gate(certifier, net, proof, require: bool, timeout):
@@ -332,13 +343,15 @@ def _robustness_result(net, prop, lower, upper, layers, used: int, t0: float, ti
     return Result(margin_lb, margin_ub, certified, correct, layers, timer.times(t0), used)
 
 
-def _certify_vnnlib(eng, net, prop, t0, timer: _CheckTimer, batch_size: int, device) -> VnnlibResult:
+def _certify_vnnlib(eng, net, prop, t0, timer: _CheckTimer, batch_size: int, device,
+                    layer_bounds: bool | str = False) -> VnnlibResult:
     """Bounds of every input region's constraint rows ``A y`` (:meth:`~cfruntime.properties.InputRegion.stacked`;
     one array per region, empty for a region without rows), the regions in batches: consecutive regions with
     the same number of rows are one batch of boxes with per-box margin weights
     (:func:`cfmlir.engines.bounds_in_batches`, ``batch_size`` boxes an engine call), each batch checked by
     ``timer``'s hook (``first``: the batch's first region); the verdict ``unsat`` or ``unknown``.  One region
-    at a time took 50 ms a region on nn4sys_2023's ``lindex`` (1,000 to 60,000 regions of one input)."""
+    at a time took 50 ms a region on nn4sys_2023's ``lindex`` (1,000 to 60,000 regions of one input).
+    ``layer_bounds``: each region's layer bounds kept too (:attr:`VnnlibResult.layer_bounds`)."""
     import numpy as np
     import torch
 
@@ -347,6 +360,7 @@ def _certify_vnnlib(eng, net, prop, t0, timer: _CheckTimer, batch_size: int, dev
 
     regions = prop.regions
     lows, highs = [np.zeros(0)] * len(regions), [np.zeros(0)] * len(regions)
+    kept = [None] * len(regions) if layer_bounds else None
     for start, stop in _runs_of_equal_row_counts(regions):
         part = regions[start:stop]
         C = torch.from_numpy(np.stack([reg.stacked()[0] for reg in part]).astype(np.float64))
@@ -356,11 +370,14 @@ def _certify_vnnlib(eng, net, prop, t0, timer: _CheckTimer, batch_size: int, dev
         def on_slice(lo, hi, mnet, layers, first=start, lb=lb, ub=ub):
             timer(mnet, lb[lo:hi], ub[lo:hi], layers, first + lo)
 
-        lower, upper, _, _ = bounds_in_batches(eng, net, lb, ub, C, batch_size, device=device,
-                                               with_layers=timer.check is not None, on_slice=on_slice)
+        lower, upper, layers, _ = bounds_in_batches(eng, net, lb, ub, C, batch_size, device=device,
+                                                    with_layers=_with_layers(layer_bounds, timer.check),
+                                                    keep_layers=bool(layer_bounds), on_slice=on_slice)
         for k in range(stop - start):
             lows[start + k], highs[start + k] = lower[k].numpy(), upper[k].numpy()
-    return VnnlibResult(verdict(prop, lows), lows, highs, timer.times(t0))
+            if kept is not None:
+                kept[start + k] = {j: (lo[k], hi[k]) for j, (lo, hi) in layers.items()}
+    return VnnlibResult(verdict(prop, lows), lows, highs, timer.times(t0), layer_bounds=kept)
 
 
 def _runs_of_equal_row_counts(regions) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ from cfmlir.api_args import (
     check_choice, check_choice_type, check_device, check_dtype, check_eps, check_interpreter_options, check_path,
     check_positive_int, check_timeout, check_values, check_widen, described, shown,
 )
-from cfmlir.engines import check_certifier, network_of
+from cfmlir.engines import COMPUTED, check_certifier, network_of
 
 
 def _network_name(network) -> str:
@@ -107,7 +107,8 @@ def certify_args(certifier, network, prop, *, engine, device, dtype, batch_size,
         check_interpreter_options(engine, device, dtype)
     check_positive_int(batch_size, "batch_size")
     check_widen(widen, "widen")
-    check_bool(layer_bounds, "layer_bounds")
+    if not (isinstance(layer_bounds, bool) or layer_bounds == COMPUTED):
+        raise ArgumentError(f"layer_bounds must be True, False or '{COMPUTED}', got {shown(layer_bounds)}")
     check_bool(sparse, "sparse")
     for value, name in ((check, "check"), (on_batch, "on_batch"), (on_shrink, "on_shrink")):
         check_callable(value, name)

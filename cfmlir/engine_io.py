@@ -7,6 +7,10 @@ from __future__ import annotations
 #: ``widen`` values of ``cf-run --widen`` -> :func:`cfruntime.flow.engine.run_certifier`'s
 WIDEN = {"auto": None, "on": True, "off": False}
 
+#: ``with_layers`` of an engine's ``bounds`` (:mod:`cfmlir.engines`) asking for the layers the run computed
+#: anyway: a layer whose bounds no rule read (:mod:`cfruntime.flow.deferred`) is left out, not computed
+COMPUTED = "computed"
+
 
 def engine_options(dtype, widen):
     """``(torch dtype, widen)`` of a compiled engine's options: ``"float64"``/``"float32"`` or a torch
@@ -28,17 +32,24 @@ def stored_bounds(cert, res, k: int, b: int):
                  for role in (contract.LOWER, contract.UPPER))
 
 
-def store_layer_bounds(cert, network, res, lower, upper) -> dict:
+def store_layer_bounds(cert, network, res, lower, upper, computed_only: bool = False) -> dict:
     """``{layer: (lower [B, n], upper [B, n])}`` from a compiled engine result's store (the input layer,
-    the box itself by construction, left out; the last layer is ``(lower, upper)``)."""
+    the box itself by construction, left out; the last layer is ``(lower, upper)``).  ``computed_only``:
+    without the layers whose bounds the run deferred and no rule read (:data:`COMPUTED`), which reading
+    would compute now (VNN-COMP's TinyYOLO: minutes)."""
     import torch
+
+    from cfruntime import contract
 
     if res.store is None:
         raise ValueError("store_layer_bounds: this run kept no store (a replayed CUDA graph keeps the last "
                          "layer's bounds only); run the engine with graph=False to read every layer")
     b = lower.shape[0]
     out = {}
+    members = [cert.member_with_role(contract.NUMBER_LETTERS, role) for role in (contract.LOWER, contract.UPPER)]
     for layer in network.layers[1:-1]:
+        if computed_only and not all(res.store.computed(layer.index, m) for m in members):
+            continue
         out[layer.index] = tuple(t.to("cpu", torch.float64) for t in stored_bounds(cert, res, layer.index, b))
     out[network.layers[-1].index] = (lower, upper)
     return out

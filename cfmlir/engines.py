@@ -6,7 +6,9 @@ An engine computes bounds of a network's last layer over a batch of input boxes:
     -> (lower [B, n], upper [B, n], layers)      # float64 on the CPU; layers None unless with_layers
 
 ``layers`` is ``{layer index: (lower [B, n_k], upper [B, n_k])}`` for every layer but the input (the box
-itself), the last included: the certifier's Float lower/upper members.  ``network`` is usually a margin
+itself), the last included: the certifier's Float lower/upper members; ``with_layers="computed"``
+(:data:`~cfmlir.engine_io.COMPUTED`) may leave out the layers whose bounds the run deferred and no rule
+read (the compiled engine does: :mod:`cfruntime.flow.deferred`).  ``network`` is usually a margin
 network (:meth:`cfruntime.network.Network.with_margin_layer`), whose per-sample layers are indexed by the
 row of the box.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cfmlir import api_args
-from cfmlir.engine_io import WIDEN, store_layer_bounds  # noqa: F401 - re-exported: engines' public names
+from cfmlir.engine_io import COMPUTED, WIDEN, store_layer_bounds  # noqa: F401 - re-exported: engines' public names
 from cfmlir.engine_io import as_boxes as _boxes
 from cfmlir.engine_io import engine_options
 
@@ -83,7 +85,8 @@ class CompiledEngine:
         lower, upper = res.lower.to("cpu", torch.float64), res.upper.to("cpu", torch.float64)
         if not with_layers:
             return lower, upper, None
-        return lower, upper, store_layer_bounds(self.certifier, network, res, lower, upper)
+        return lower, upper, store_layer_bounds(self.certifier, network, res, lower, upper,
+                                                computed_only=with_layers == COMPUTED)
 
 
 class InterpreterEngine:

@@ -71,7 +71,8 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
                 engine.blocks = args.split_deadline
             batch = args.batch_size if getattr(args, "batch_size_given", False) else REGION_BATCH
             t_pass = time.perf_counter()
-            res = certify(None, net, prop, engine=engine, check=check, proof=proof, batch_size=batch, device=args.device)
+            res = certify(None, net, prop, engine=engine, check=check, proof=proof, batch_size=batch, device=args.device,
+                          layer_bounds=_root_layers(args, prop))
         except (EngineOutOfMemory, EnginePastDeadline) as exc:  # nothing is proved; the attack goes on (sat or unknown)
             out_of_memory = str(exc)
             v, lows, highs = "unknown", [], []
@@ -84,7 +85,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
             # a region's share of the pass (batched regions cost less each: this errs towards searching)
             pass_s = (time.perf_counter() - t_pass) / max(1, len(prop.regions))
     if v == "unknown" and out_of_memory is None and not (check is not None and check.unsound):
-        bab = _bab(args, prog, net, prop, lows, check, pass_s)
+        bab = _bab(args, prog, net, prop, lows, check, pass_s, res.layer_bounds)
         split = None if bab is not None else _split(args, prog, net, prop, lows, check)
         found = bab or split
         if found is not None:
@@ -194,19 +195,41 @@ def _split(args, prog, net, prop, lows, check):
                                deadline=deadline, device=args.device, check=check, **batch)
 
 
-def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None):
+#: a first pass keeps its layers' bounds for branch and bound's roots (``_root_layers``) up to this many regions
+#: (nn4sys_2023's ``lindex`` properties have up to 60,000, each searched by splitting its input instead)
+ROOT_LAYERS_MAX_REGIONS = 64
+
+
+def _bab_asked(args) -> bool:
+    """Whether ``--bab`` runs branch and bound after a pass that leaves the property unknown (``auto``: the
+    compiled engine under a time limit)."""
+    mode = getattr(args, "bab", "off")
+    return not (args.engine != "compiled" or mode == "off" or (mode == "auto" and getattr(args, "split_deadline", None) is None))
+
+
+def _root_layers(args, prop):
+    """``certify``'s ``layer_bounds`` for the first pass: the layers it computes anyway (``"computed"``), for
+    branch and bound's roots to start from (:func:`cfmlir.bab.driver.run_bab`'s ``root_bounds``), when a
+    search may follow; else none."""
+    from cfmlir.engine_io import COMPUTED
+
+    return COMPUTED if _bab_asked(args) and len(prop.regions) <= ROOT_LAYERS_MAX_REGIONS else False
+
+
+def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None, root_bounds: list | None = None):
     """Branch and bound (:mod:`cfmlir.bab`) of a property one pass left unknown, when ``--bab`` asks for it
-    (``auto``: the compiled engine under a time limit): its :class:`~cfmlir.bab.BabOutcome`, else None.  The
+    (:func:`_bab_asked`): its :class:`~cfmlir.bab.BabOutcome`, else None.  The
     deadline is the instance's (``args.split_deadline``, set by the process that enforces ``--timeout``);
     without one, the search stops after ``--max-boxes`` subdomains (20000 by default).  ``pass_s``: the first
-    pass's seconds per region (:attr:`~cfmlir.bab.BabOptions.pass_seconds`: no root the deadline cannot wait for)."""
+    pass's seconds per region (:attr:`~cfmlir.bab.BabOptions.pass_seconds`: no root the deadline cannot wait for);
+    ``root_bounds``: the pass's layer bounds per region (:attr:`cfmlir.api.VnnlibResult.layer_bounds`), where
+    the roots start from."""
     from cfmlir.bab import BabOptions
     from cfmlir.bab.driver import run_bab
     from cfruntime.properties.vnnlib import region_verified
 
-    mode = getattr(args, "bab", "off")
     deadline = getattr(args, "split_deadline", None)
-    if args.engine != "compiled" or mode == "off" or (mode == "auto" and deadline is None):
+    if not _bab_asked(args):
         return None
     engine = make_engine(args, prog)
     max_domains = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else None)
@@ -222,7 +245,7 @@ def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None):
                          beta=getattr(args, "bab_beta", "on") == "on", pass_seconds=pass_s)
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
-                   sparse=engine.sparse, widen=engine.widen, check=check, verified=verified)
+                   sparse=engine.sparse, widen=engine.widen, check=check, verified=verified, root_bounds=root_bounds)
 
 
 def _branching(kinds: list[str]) -> str:

@@ -4,7 +4,9 @@ Algorithm, for each input region of the property (until one is ``sat`` or the ti
 
 1. *Attack*: PGD with restarts on the region's box (:mod:`cfmlir.bab.attack`); a confirmed point is ``sat``.
 2. *Root*: one certifier pass over the box gives the rows' bounds and every carried layer's bounds; a
-   verified region is done.
+   verified region is done.  Where the caller's first pass already computed the layers (``root_bounds``),
+   the root reuses them and bounds its rows alone -- the same bounds for a certifier without parameters
+   (a certifier that optimises its root reuses them only when the time left holds no optimisation).
 3. *Rounds*: the pool (:mod:`cfmlir.bab.domains`) gives up to ``batch`` domains (best-first: the smallest
    value; depth-first past half the memory bound); each is split in two (:mod:`cfmlir.bab.branching`: a
    ReLU neuron, an S-curve neuron's input interval, or an input dimension) and the children are bounded in
@@ -64,14 +66,16 @@ class _Sat(Exception):
 
 def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptions | None = None,
             dtype=torch.float64, device="cpu", sparse: bool = True, widen=None, check=None,
-            verified: list[bool] | None = None, on_round=None) -> BabOutcome:
+            verified: list[bool] | None = None, on_round=None, root_bounds: list | None = None) -> BabOutcome:
     """Decide ``prop`` (:class:`cfruntime.properties.VnnlibProperty`) on ``net`` (a
     :class:`cfruntime.network.Network`) with the compiled certifier ``cert``
     (:class:`cfruntime.flow.engine.CompiledCertifier`) by branch and bound (see the module docstring).
     ``deadline``: a :func:`time.monotonic` time; ``check``: the soundness check of every bounded batch
     (``cf-run --check``: ``check(mnet, lb, ub, layers, region, inside=...)``, with ``unsound``);
     ``verified``: regions already verified (by a first pass); ``on_round(progress)``: called after every
-    round with ``{"region", "round", "pool", "worst" (the smallest value pooled), "domains", "seconds"}``."""
+    round with ``{"region", "round", "pool", "worst" (the smallest value pooled), "domains", "seconds"}``;
+    ``root_bounds``: per region, the layer bounds a first pass with this certifier and ``dtype`` computed on
+    its box (``{layer: (lower [n], upper [n])}``, :attr:`cfmlir.api.VnnlibResult.layer_bounds`, or None)."""
     options = options or BabOptions()
     stats = {"domains": 0, "disjunct_domains": 0, "bounded": 0, "rounds": 0, "max_depth": 0, "leaves": 0,
              "seconds": 0.0, "branching": []}
@@ -83,6 +87,7 @@ def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptio
         search = _RegionSearch(cert, net, prop, ri, region, options, deadline, gen, stats,
                                dict(dtype=dtype, device=device, sparse=sparse, widen=widen), check)
         search.on_round = on_round
+        search.pass_bounds = search.usable_pass_bounds(None if root_bounds is None else root_bounds[ri])
         try:
             search.run()
         except _Sat as found:
@@ -112,6 +117,10 @@ class _RegionSearch:
                                           check=check, region=ri, **engine_options)
         self.t_start = time.monotonic()
         self.on_round = None
+        #: the first pass's bounds of the carried layers (:meth:`usable_pass_bounds`), or None
+        self.pass_bounds: dict | None = None
+        #: whether the root is bounded from :attr:`pass_bounds` (decided by :meth:`_plan_root`)
+        self.root_from_pass = False
 
     def _mode(self) -> str:
         if self.options.branching != "auto":
@@ -140,7 +149,7 @@ class _RegionSearch:
         try:
             if self.deadline is not None and t0 > self.deadline:
                 raise _Stop("deadline")
-            self._stop_if_no_time_for_root(t0)
+            self._plan_root(t0)
             root = self._root()
             if root is None:
                 return
@@ -157,14 +166,42 @@ class _RegionSearch:
             self.stats["seconds"] += time.monotonic() - t0
             self.stats["bounded"] += self.bounding.rows_bounded
 
-    def _stop_if_no_time_for_root(self, now: float) -> None:
-        """Stop ``unknown`` when the deadline leaves less than :data:`ROOT_AND_ROUND_PASSES` of the first pass's
-        time (``options.pass_seconds``): the root and a round of its children could not end before it."""
+    def usable_pass_bounds(self, layers: dict | None) -> dict | None:
+        """``{k: (lo [1, n_k], hi [1, n_k])}`` of every carried layer from a first pass's ``layers`` (float64;
+        a layer the pass deferred, whose bounds no rule reads, is ``-inf``/``+inf``: nothing reads it), or None
+        when there are none or they do not fit this search's network (a layer of another size)."""
+        if not layers:
+            return None
+        sizes = {layer.index: layer.size for layer in self.mnet.layers}
+        out = {}
+        for k in self.structure.carried:
+            if k not in layers:
+                full = torch.full((1, sizes[k]), torch.inf, dtype=torch.float64)
+                out[k] = (-full, full)
+                continue
+            lo, hi = (torch.as_tensor(t).to("cpu", torch.float64).reshape(1, -1) for t in layers[k])
+            if lo.shape[1] != sizes[k] or hi.shape[1] != sizes[k]:
+                return None
+            out[k] = (lo, hi)
+        return out
+
+    def _plan_root(self, now: float) -> None:
+        """How the root is bounded.  From the first pass's bounds (:attr:`pass_bounds`) when given and the
+        certifier optimises nothing at the root (the same bounds: the root's rows are one run of the rows alone),
+        or when the deadline leaves less than :data:`ROOT_AND_ROUND_PASSES` of the first pass's time
+        (``options.pass_seconds``) for an optimisation; otherwise by a pass of its own -- and, without a first
+        pass's bounds, with that little time the search stops ``unknown``: the root and a round of its
+        children could not end before the deadline."""
+        optimizes = self.options.optimize is not None and self.cert_params
         took = self.options.pass_seconds
-        if self.deadline is None or took is None or now + ROOT_AND_ROUND_PASSES * took <= self.deadline:
+        short = self.deadline is not None and took is not None and now + ROOT_AND_ROUND_PASSES * took > self.deadline
+        if self.pass_bounds is not None and (short or not optimizes):
+            self.root_from_pass = True
+            self.stats["root"] = "first pass"
             return
-        raise _Stop(f"deadline (one pass took {took:.0f} s, {max(0.0, self.deadline - now):.0f} s left: "
-                    f"not enough for the root and a round)")
+        if short:
+            raise _Stop(f"deadline (one pass took {took:.0f} s, {max(0.0, self.deadline - now):.0f} s left: "
+                        f"not enough for the root and a round)")
 
     def _first_attack(self) -> None:
         o = self.options
@@ -194,7 +231,11 @@ class _RegionSearch:
         if self.mode == "input":
             root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
         bounds = None
-        if self.options.optimize is not None and self.cert_params:
+        if self.root_from_pass:
+            for k, (lo, hi) in self.pass_bounds.items():
+                root[lo_key(k)], root[hi_key(k)] = lo.clone(), hi.clone()
+            bounds = self.bounding.bound(root, "replace")
+        elif self.options.optimize is not None and self.cert_params:
             try:
                 bounds = self.bounding.bound_optimized(
                     root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
@@ -208,7 +249,7 @@ class _RegionSearch:
         if bounds is None:
             bounds = self.bounding.bound(root, "tighten")
         self._stop_if_unsound()
-        for k, (lo, hi) in bounds.carried.items():
+        for k, (lo, hi) in (bounds.carried or {}).items():  # (none from a replace run: the root has them)
             root[lo_key(k)], root[hi_key(k)] = lo, hi
         for s in self.structure.split_layers + self.structure.curve_layers:
             root[split_key(s.pre)] = torch.zeros(1, s.size, dtype=torch.int8)

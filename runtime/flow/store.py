@@ -88,6 +88,11 @@ class ShapeStore:
             del self.views[key]
         self._global.clear()
 
+    def computed(self, layer: int, name: str) -> bool:
+        """Whether layer ``layer``'s member ``name`` holds a value (not a :class:`Pending` one no rule read)."""
+        value = self.values[name].get(layer)
+        return value is not None and not isinstance(value, Pending)
+
     def get(self, layer: int, name: str):
         try:
             value = self.values[name][layer]

@@ -124,7 +124,7 @@ MISUSES = [
     ("certify(widen='yes')", _certify_kw(widen="yes"), "widen must be None, True, False, 'auto', 'on' or 'off'"),
     ("certify(batch_size='3')", _certify_kw(batch_size="3"), "batch_size must be a positive integer, got str '3'"),
     ("certify(batch_size=0)", _certify_kw(batch_size=0), "batch_size must be a positive integer, got 0"),
-    ("certify(layer_bounds='no')", _certify_kw(layer_bounds="no"), "layer_bounds must be True or False"),
+    ("certify(layer_bounds='no')", _certify_kw(layer_bounds="no"), "layer_bounds must be True, False or 'computed', got 'no'"),
     ("certify(sparse='no')", _certify_kw(sparse="no"), "sparse must be True or False"),
     ("certify(check=3)", _certify_kw(check=3), "check must be a function or None"),
     ("certify(on_batch=3)", _certify_kw(on_batch=3), "on_batch must be a function or None"),

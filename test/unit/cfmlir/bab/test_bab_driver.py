@@ -102,6 +102,70 @@ def test_no_root_when_the_deadline_cannot_wait_for_it(deeppoly):
     fast = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 60,
                    options=BabOptions(branching="relu", attack_restarts=0, pass_seconds=1.0))
     assert fast.verdict == case.truth == "unsat"
+    # with the first pass's layer bounds the root needs no pass: the slow search starts from them and decides
+    first = cfmlir.certify(cfmlir.compile("deeppoly"), case.net, case.prop, layer_bounds="computed")
+    slow = run_bab(deeppoly, case.net, case.prop, deadline=time.monotonic() + 60, root_bounds=first.layer_bounds,
+                   options=BabOptions(branching="relu", attack_restarts=0, pass_seconds=40.0))
+    assert slow.verdict == "unsat" and slow.stats["root"] == "first pass" and slow.stats["domains"] > 1
+
+
+def test_an_optimising_root_reuses_the_first_pass_only_when_short_of_time(shipped):
+    """A certifier that optimises its root (``BabOptions.optimize``) optimises it, first pass or not, while the
+    time left holds two passes; with less, it starts from the first pass's bounds instead of stopping."""
+    from cfmlir.optimize import OptimizeOptions
+
+    case = random_case(5, margin=0.10, max_depth=2, max_width=12)
+    first = cfmlir.certify(cfmlir.compile("alpha_deeppoly"), case.net, case.prop, layer_bounds="computed")
+    for took, root in ((1.0, None), (40.0, "first pass")):
+        out = run_bab(shipped.compiled("alpha_deeppoly"), case.net, case.prop, deadline=time.monotonic() + 60,
+                      root_bounds=first.layer_bounds, options=BabOptions(branching="relu", pass_seconds=took,
+                                                                         optimize=OptimizeOptions(iterations=10)))
+        assert out.verdict == case.truth and out.stats.get("root") == root
+
+
+def _residual_instance(b: float = -4.65):
+    """TinyYOLO's block (:func:`cftest.nets.residual_conv`, seed 2) and the property ``y_0 - y_1 <= b`` over a box
+    of radius 0.03: one DeepPoly pass leaves it open (row bound -4.818), branch and bound proves it (27
+    subdomains).  Two of its convolutions feed a join: no rule reads their bounds."""
+    from cfruntime.properties.vnnlib import InputRegion, VnnlibProperty
+    from cftest.nets import residual_conv
+
+    net = residual_conv(seed=2)
+    centre = np.random.default_rng(0).uniform(-1, 1, net.input_size)
+    region = InputRegion(centre - 0.03, centre + 0.03, [(np.array([[1.0, -1.0, 0.0]]), np.array([b]))])
+    return net, VnnlibProperty(net.input_size, 3, [region])
+
+
+def test_the_root_starts_from_a_first_pass_layer_bounds(deeppoly, monkeypatch):
+    """``root_bounds`` (a first pass's ``certify(layer_bounds="computed")``): the root is bounded by one run of its
+    rows (``replace``), never by a pass of its own, and the search is the one a root pass gives -- the same
+    subdomains, round by round.  The pass leaves out the layers it deferred (the two convolutions that feed
+    the join); the search carries them as unbounded, which no rule reads."""
+    from cfmlir.bab.bounding import CertifierBounding
+
+    net, prop = _residual_instance()
+    cert = cfmlir.compile("deeppoly")
+    first = cfmlir.certify(cert, net, prop, layer_bounds="computed")
+    every = cfmlir.certify(cert, net, prop, layer_bounds=True)
+    assert first.verdict == "unknown" and sorted(first.layer_bounds[0]) == [1, 5, 7]
+    assert sorted(every.layer_bounds[0]) == [1, 2, 3, 4, 5, 6, 7]
+    for k, (lo, hi) in first.layer_bounds[0].items():
+        assert torch.equal(lo, every.layer_bounds[0][k][0]) and torch.equal(hi, every.layer_bounds[0][k][1])
+    real = CertifierBounding.bound
+    runs = []
+    monkeypatch.setattr(CertifierBounding, "bound", lambda self, d, reuse="replace", *a, **k: runs.append(reuse) or
+                        real(self, d, reuse, *a, **k))
+    searches = []
+    for root_bounds in (None, first.layer_bounds):
+        runs.clear()
+        worst = []
+        out = run_bab(deeppoly, net, prop, deadline=time.monotonic() + PER_CASE_S, root_bounds=root_bounds,
+                      options=BabOptions(branching="relu", attack_restarts=0), on_round=lambda p: worst.append(p["worst"]))
+        searches.append((out.verdict, out.stats["domains"], worst, out.stats.get("root"), list(runs)))
+    (v0, n0, w0, root0, runs0), (v1, n1, w1, root1, runs1) = searches
+    assert (v0, n0) == (v1, n1) == ("unsat", 27) and w0 == w1
+    assert runs0[0] == "tighten" and root0 is None
+    assert "tighten" not in runs1 and root1 == "first pass"
 
 
 def test_api_takes_names_and_paths(tmp_path):
