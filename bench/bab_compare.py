@@ -223,7 +223,7 @@ def main(argv=None) -> int:
                     help="only these instances of the subset: ONNX:VNNLIB file names, comma-separated")
     ap.add_argument("--abcrown", default=str(REPO.parent / "abcrown"))
     ap.add_argument("--reference", default=None)
-    ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly, deeppoly on residual ReLU nets)")
+    ap.add_argument("--certifier", default="auto", help="cf-run --certifier (auto: alpha_deeppoly; deeppoly on residual ReLU nets, searching with alpha_deeppoly)")
     ap.add_argument("--ours-args", default="", help="more cf-run arguments for ours, e.g. '--bab-beta off'")
     ap.add_argument("--tools", default="ours,abcrown")
     ap.add_argument("--device", default="cpu",

@@ -21,15 +21,20 @@ def engine_options(dtype, widen):
     return dt, (WIDEN[widen] if isinstance(widen, str) else widen)
 
 
-def stored_bounds(cert, res, k: int, b: int):
-    """Layer ``k``'s ``(lower, upper)`` in a compiled engine run ``res``'s store, dense and ``[b, n]`` (the
-    certifier's Float members with the lower and upper role; still on the run's device and in its dtype,
-    with their autograd history)."""
+def bound_members(cert) -> tuple[str, str]:
+    """The names of the certifier's Float members with the lower and the upper role."""
     from cfruntime import contract
+
+    return tuple(cert.member_with_role(contract.NUMBER_LETTERS, role) for role in (contract.LOWER, contract.UPPER))
+
+
+def stored_bounds(cert, res, k: int, b: int, members: tuple[str, str] | None = None):
+    """Layer ``k``'s ``(lower, upper)`` in a compiled engine run ``res``'s store, dense and ``[b, n]`` (the
+    certifier's Float members with the lower and upper role, :func:`bound_members`, looked up unless given;
+    still on the run's device and in its dtype, with their autograd history)."""
     from cfruntime import tensor as gb
 
-    return tuple(gb.to_dense(res.store.get(k, cert.member_with_role(contract.NUMBER_LETTERS, role))).expand(b, -1)
-                 for role in (contract.LOWER, contract.UPPER))
+    return tuple(gb.to_dense(res.store.get(k, m)).expand(b, -1) for m in (members or bound_members(cert)))
 
 
 def store_layer_bounds(cert, network, res, lower, upper, computed_only: bool = False) -> dict:
@@ -39,18 +44,16 @@ def store_layer_bounds(cert, network, res, lower, upper, computed_only: bool = F
     would compute now (VNN-COMP's TinyYOLO: minutes)."""
     import torch
 
-    from cfruntime import contract
-
     if res.store is None:
         raise ValueError("store_layer_bounds: this run kept no store (a replayed CUDA graph keeps the last "
                          "layer's bounds only); run the engine with graph=False to read every layer")
     b = lower.shape[0]
     out = {}
-    members = [cert.member_with_role(contract.NUMBER_LETTERS, role) for role in (contract.LOWER, contract.UPPER)]
+    members = bound_members(cert)
     for layer in network.layers[1:-1]:
         if computed_only and not all(res.store.computed(layer.index, m) for m in members):
             continue
-        out[layer.index] = tuple(t.to("cpu", torch.float64) for t in stored_bounds(cert, res, layer.index, b))
+        out[layer.index] = tuple(t.to("cpu", torch.float64) for t in stored_bounds(cert, res, layer.index, b, members))
     out[network.layers[-1].index] = (lower, upper)
     return out
 

@@ -106,14 +106,17 @@ class OptimizeReport:
 
 def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, device="cpu", sparse: bool = True,
                     widen: bool | None = None, verified=None, report: OptimizeReport | None = None,
-                    keep_final: bool = False, params=None, deadline: float | None = None):
+                    keep_final: bool = False, params=None, deadline: float | None = None, overrides: dict | None = None):
     """Optimised bounds of ``network``'s last layer over the boxes ``[lb, ub]`` (one batch): ``(lower
     [B, n], upper [B, n], final run)`` -- the final run with every sample's best parameters (its store
     holds every layer's bounds), made when widening or ``keep_final``, else None.  ``verified(lower) -> [B] bool`` says which
     samples need no more work (default: every row's lower bound is positive); ``params``: the
     :class:`~cfruntime.flow.param_store.ParamStore` to optimise (default a new one; afterwards it holds every
     sample's best values); ``deadline``: a :func:`time.monotonic` time after which no further iteration starts
-    (the best so far is kept; ``report.stopped`` says ``"deadline"``).  See the module docstring for the
+    (the best so far is kept; ``report.stopped`` says ``"deadline"``); ``overrides``: bound overrides
+    (:class:`~cfruntime.flow.overrides.BoundOverride`) given to every run, the final ones included -- bounds the
+    caller already has, e.g. every intermediate layer replaced by a first pass's, so that only the last layer's
+    parameters are optimised (branch and bound's root from a pass).  See the module docstring for the
     algorithm."""
     import time
 
@@ -140,10 +143,14 @@ def optimize_bounds(cert, network, lb, ub, options: OptimizeOptions, *, dtype, d
     # widened float32 run costs ~1e-3 on every margin (docs/optimisation.md)
     final_dtype = torch.float64 if widen else dtype
 
+    base = dict(overrides or {})
+
     def run(grad: bool, widen_run: bool = False, run_dtype=dtype, check: bool = False, overrides=None):
+        # the caller's overrides first: the loop's own (optimize_rows) for the layers they leave to the rules
         with torch.enable_grad() if grad else torch.no_grad():
             return run_certifier(cert, network, lb, ub, sparse=sparse, dtype=run_dtype, device=device, graph=False,
-                                 widen=widen_run, params=params, check_finite=check, bound_overrides=overrides)
+                                 widen=widen_run, params=params, check_finite=check,
+                                 bound_overrides={**(overrides or {}), **base} or None)
 
     overrides = None  # from iteration 1 on: the intermediate bounds not computed again (cfmlir.optimize_rows)
     opt = sched = None
@@ -277,11 +284,11 @@ def _replaced(cert, network, res) -> dict:
     """Overrides that give every layer but the first and last its bounds in the run ``res`` (replacing:
     the rules do not compute them again, :mod:`cfruntime.flow.specialise`) -- for a run that differs from
     ``res`` in the last layer's parameters only, whose other layers' bounds are exactly ``res``'s."""
-    from cfmlir.engine_io import stored_bounds
+    from cfmlir.engine_io import bound_members, stored_bounds
     from cfruntime.flow.overrides import BoundOverride
 
-    b = res.lower.shape[0]
-    return {layer.index: BoundOverride(*stored_bounds(cert, res, layer.index, b), replace=True)
+    b, members = res.lower.shape[0], bound_members(cert)
+    return {layer.index: BoundOverride(*stored_bounds(cert, res, layer.index, b, members), replace=True)
             for layer in network.layers[1:-1]}
 
 

@@ -46,14 +46,13 @@ def row_overrides(cert, network, ref, params) -> dict:
     docstring; empty when nothing can be skipped)."""
     import torch
 
-    from cfmlir.engine_io import stored_bounds
+    from cfmlir.engine_io import bound_members, stored_bounds
     from cfruntime import contract
     from cfruntime.flow.overrides import BoundOverride
 
-    lo_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.LOWER)
-    hi_name = cert.member_with_role(contract.NUMBER_LETTERS, contract.UPPER)
+    members = bound_members(cert)
     floats = {name for name, letter, _ in cert.members if letter in contract.NUMBER_LETTERS}
-    if floats != {lo_name, hi_name} or not params.raw:
+    if floats != set(members) or not params.raw:
         return {}
     readers = min(key[1] for key in params.raw)
     free: dict[int, torch.Tensor] = {}  # layer -> [n] bool: some parameter domain of a successor is wider than a point
@@ -87,7 +86,7 @@ def row_overrides(cert, network, ref, params) -> dict:
                 out[k] = mask.nonzero().flatten()
     result = {}
     for k, rows in out.items():
-        lo, hi = (t.detach() for t in stored_bounds(cert, ref, k, b))
+        lo, hi = (t.detach() for t in stored_bounds(cert, ref, k, b, members))
         result[k] = BoundOverride(lo, hi, replace=True, rows=rows)
     return result
 

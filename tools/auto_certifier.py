@@ -54,6 +54,11 @@ BAB_OPTIMIZE_PRODUCTS = 5
 PRODUCTS = frozenset({"Mul", "MatMul", "Div"})
 #: the shipped certifiers ``auto`` may choose that have parameters
 PARAMETRIC = frozenset({"alpha_deeppoly"})
+#: on residual ReLU networks, branch and bound's certifier (the first pass stays ``deeppoly``, whose pass
+#: computes no bounds that no rule reads: TinyYOLO's 16x52x52 convolutions feeding joins), its root's rows
+#: optimised from the pass's layer bounds (seconds) instead of a whole-network optimisation (20-40 s on
+#: cifar10_resnet, which cost a decided instance)
+RESIDUAL_SEARCH = "alpha_deeppoly"
 #: a network of at most this many inputs (branch and bound splits its input box: ``cfmlir.bab.options``) ...
 FEW_INPUTS = AUTO_MAX_FREE_INPUTS
 #: ... with a layer of at least this many neurons gets :data:`WIDE_FEW_INPUTS` (module docstring)
@@ -63,12 +68,17 @@ WIDE_FEW_INPUTS = "crown_ibp"
 
 def apply(args) -> str:
     """Resolve ``args.certifier`` in place (every later reading of it -- a shipped certifier or a user's
-    ``.cf`` file -- sees the one chosen) and, when ``auto`` chose a certifier with parameters and no
-    ``--optimize`` was given, set ``args.bab_optimize`` (:data:`BAB_OPTIMIZE`, :data:`BAB_OPTIMIZE_PRODUCTS`
-    on a network with products of two computed values); the certifier chosen."""
+    ``.cf`` file -- sees the one chosen) and, when no ``--optimize`` was given: where ``auto`` chose a
+    certifier with parameters, set ``args.bab_optimize`` (:data:`BAB_OPTIMIZE`, :data:`BAB_OPTIMIZE_PRODUCTS`
+    on a network with products of two computed values); where it chose ``deeppoly`` for residual joins, set
+    branch and bound's own certifier (``args.bab_certifier``: :data:`RESIDUAL_SEARCH`, its root's rows optimised
+    from the first pass's bounds, ``args.bab_root_optimize = "rows"``).  The certifier chosen."""
     chosen, facts = _choose(args.certifier, args.net)
-    if args.certifier == AUTO and chosen in PARAMETRIC and getattr(args, "optimize", None) is None:
-        args.bab_optimize = BAB_OPTIMIZE_PRODUCTS if facts is not None and facts.products else BAB_OPTIMIZE
+    if args.certifier == AUTO and getattr(args, "optimize", None) is None:
+        if chosen in PARAMETRIC:
+            args.bab_optimize = BAB_OPTIMIZE_PRODUCTS if facts is not None and facts.products else BAB_OPTIMIZE
+        elif chosen == DEFAULT_CERTIFIER and facts is not None and facts.residual_joins:
+            args.bab_certifier, args.bab_optimize, args.bab_root_optimize = RESIDUAL_SEARCH, BAB_OPTIMIZE, "rows"
     args.certifier = chosen
     return chosen
 

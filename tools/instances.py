@@ -570,6 +570,14 @@ def _instance_args(args, inst: Instance, chosen: dict):
     return chosen[key]
 
 
+def _worker_key(args) -> tuple:
+    """What a worker process is started with and keeps for every instance it decides: the certifier and the
+    branch-and-bound settings ``auto`` chooses with it per network (:func:`_instance_args`; a product network's
+    root optimisation differs from a plain one's under the same certifier)."""
+    return (args.certifier, getattr(args, "bab_optimize", None), getattr(args, "bab_certifier", None),
+            getattr(args, "bab_root_optimize", None))
+
+
 def _start_worker(args, startup: _Startup) -> Worker:
     """A new :class:`Worker` for ``args``, prepared within ``PREPARE_LIMIT_S`` (else :class:`WorkerTimeout`);
     the seconds its start took, failed or not, are added to ``startup``."""
@@ -600,7 +608,7 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
     """``(instance, its limit, its Outcome)`` in order, decided by one worker process of this machine
     (a fresh one after a timeout)."""
 
-    workers: dict[str, Worker] = {}  # one per certifier (three at most with --certifier auto)
+    workers: dict[tuple, Worker] = {}  # one per certifier and search settings (_worker_key)
     chosen: dict = {}
     try:
         for inst in instances:
@@ -609,15 +617,16 @@ def _outcomes_here(args, instances: list[Instance], startup: _Startup):
                 yield inst, limit, Outcome("error", 0.0, message=inst.missing)
                 continue
             a = _instance_args(args, inst, chosen)
-            worker = workers.get(a.certifier)
+            key = _worker_key(a)
+            worker = workers.get(key)
             if worker is None:
                 try:
-                    worker = workers[a.certifier] = _start_worker(a, startup)
+                    worker = workers[key] = _start_worker(a, startup)
                 except WorkerTimeout:
                     raise run_args.UsageError(f"the analysis process did not start within {PREPARE_LIMIT_S:g}s") from None
             outcome = _decide(worker, run_setup.user_certifier(a), inst.onnx, inst.vnnlib, limit, startup)
             if worker.spent:  # killed at the timeout, died, or grown: the next instance gets a fresh one
-                workers.pop(a.certifier).close()
+                workers.pop(key).close()
             yield inst, limit, outcome
     finally:
         for worker in workers.values():

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from cfmlir.tools.discrete_mode import enumeration_instance
 from cfmlir.tools.run_args import EXIT_UNSOUND, UsageError
-from cfmlir.tools.run_setup import LoadedProgram, check_error_line, engine_label, load_network_file, make_engine, run_proof, write_json
+from cfmlir.tools.run_setup import (LoadedProgram, check_error_line, engine_label, load_network_file, load_program, make_engine,
+                                    run_proof, write_json)
 
 
 def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple[dict, list[str], str | None, str | None]:
@@ -107,7 +108,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
     if split is not None:
         out["split"] = split.json()
     if bab is not None:
-        out["bab"] = bab.json()
+        out["bab"] = {**bab.json(), **({"certifier": args.bab_certifier} if getattr(args, "bab_certifier", None) else {})}
     if check is not None:
         out["times"]["check_s"] = check.seconds
         out.update(check.json())
@@ -204,7 +205,9 @@ def _bab_asked(args) -> bool:
     """Whether ``--bab`` runs branch and bound after a pass that leaves the property unknown (``auto``: the
     compiled engine under a time limit)."""
     mode = getattr(args, "bab", "off")
-    return not (args.engine != "compiled" or mode == "off" or (mode == "auto" and getattr(args, "split_deadline", None) is None))
+    if args.engine != "compiled" or mode == "off":
+        return False
+    return mode != "auto" or getattr(args, "split_deadline", None) is not None
 
 
 def _root_layers(args, prop):
@@ -232,6 +235,9 @@ def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None, root_b
     if not _bab_asked(args):
         return None
     engine = make_engine(args, prog)
+    search = getattr(args, "bab_certifier", None)  # a shipped certifier of auto's for the search (auto_certifier)
+    if search is not None:
+        prog = load_program(args, search).program
     max_domains = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else None)
     from cfmlir.optimize import options_from
 
@@ -242,7 +248,8 @@ def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None, root_b
     options = BabOptions(branching=getattr(args, "bab_branching", "auto"), max_domains=max_domains,
                          engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize,
                          optimize_input=given is not None,
-                         beta=getattr(args, "bab_beta", "on") == "on", pass_seconds=pass_s)
+                         beta=getattr(args, "bab_beta", "on") == "on", pass_seconds=pass_s,
+                         root_optimize=getattr(args, "bab_root_optimize", "all"))
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
                    sparse=engine.sparse, widen=engine.widen, check=check, verified=verified, root_bounds=root_bounds)

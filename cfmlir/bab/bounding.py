@@ -132,17 +132,24 @@ class CertifierBounding:
         Every layer's bounds come from the final run with each domain's best parameters (any parameter
         values give sound bounds), so the carried layers are as tight as the optimisation made them and
         every later child starts from them; the optimised parameters of the rows come back as domain fields
-        (``Bounds.alphas``), where children start theirs from (:mod:`cfmlir.bab.warm_params`)."""
+        (``Bounds.alphas``), where children start theirs from (:mod:`cfmlir.bab.warm_params`).  Domains that
+        carry layer bounds already (a root from the first pass's, :meth:`cfmlir.bab.driver._RegionSearch._plan_root`)
+        keep them: every run replaces them (:meth:`_overrides`), so only the rows' back-substitution and its
+        parameters are optimised -- one run costs what the rows alone cost, not a pass."""
         from cfmlir.engines import store_layer_bounds
         from cfmlir.optimize import optimize_bounds
         from cfruntime.flow.param_store import ParamStore
 
         lb, ub = self._boxes(domains)
         o = self.options
+        has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
+        overrides = self._overrides(domains, 0, len(domains), self.mnet.layers[-1].size,
+                                    set(self.structure.carried) if has_carried else None, o["dtype"])
         params = ParamStore(requires_grad=True, sparse=True)
         lower, upper, final = optimize_bounds(self.cert, self.mnet, lb, ub, optimize, dtype=o["dtype"],
                                               device=o["device"], sparse=o["sparse"], widen=o["widen"],
-                                              verified=verified, keep_final=True, params=params, deadline=deadline)
+                                              verified=verified, keep_final=True, params=params, deadline=deadline,
+                                              overrides=overrides)
         reader = self.mnet.layers[-1].index
         self.alpha_cols = root_columns(params, reader)
         alphas = fields_of(params, reader, self.alpha_cols)
@@ -159,29 +166,18 @@ class CertifierBounding:
 
     def _run(self, domains: Domains, lb, ub, a: int, b: int, replaced: set, has_carried: bool, want_layers: bool,
              score_dtype=None):
-        from cfmlir.engines import store_layer_bounds
         from cfruntime.flow.engine import run_certifier
-        from cfruntime.flow.overrides import BoundOverride
 
         scoring = score_dtype is not None and score_dtype != self.options["dtype"]
         options = {**self.options, "dtype": score_dtype, "widen": False} if scoring else self.options
         check = None if scoring else self.check  # a score is no bound: nothing to check
-        # the rows' upper bounds are never used: the last layer's rule does not compute them; the
-        # placeholder is the dtype's largest finite value (a bound of every finite margin, and finite for
-        # the engine's non-finite check), given in the engine's dtype so no outward cast makes it inf
-        dtype = options["dtype"]
-        overrides = {}
         margins = self._margin_network(domains, a, b)
-        if not self.widened:
-            rows_up = torch.full((b - a, margins.layers[-1].size), torch.finfo(dtype).max, dtype=dtype)
-            overrides[self.structure.last] = BoundOverride(upper=rows_up, replace="upper")
-        if has_carried:
-            overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
-                                               replace=k in replaced) for k in self.structure.carried})
+        overrides = self._overrides(domains, a, b, margins.layers[-1].size, replaced if has_carried else None,
+                                    options["dtype"])
         net = margins
         if self.beta_layers and beta_key(self.beta_layers[0]) in domains:
             betas = {k: domains[beta_key(k)][a:b].to(torch.float64) for k in self.beta_layers}
-            net = self._lagrangian(betas, domains, a, b, overrides, dtype, margins)
+            net = self._lagrangian(betas, domains, a, b, overrides, options["dtype"], margins)
         read_layers = want_layers or check is not None
         params = warm_store(domains, a, b, net.layers[-1].index, self.alpha_cols)
         extra = {} if params is None else {"params": params, "graph": False}
@@ -197,6 +193,23 @@ class CertifierBounding:
                 domains.select(slice(a, b)), self.structure))
         return lower, layers
 
+    def _overrides(self, domains: Domains, a: int, b: int, rows: int, replaced: set | None, dtype) -> dict:
+        """The bound overrides of a run of domains ``a:b``: the rows' upper bounds, never used, not computed (the
+        last layer's rule skips them; the placeholder is the dtype's largest finite value -- a bound of every
+        finite margin, and finite for the engine's non-finite check -- in the engine's dtype so no outward cast
+        makes it inf; not in a widened run, see :attr:`widened`), and the domains' carried layer bounds
+        (``replaced``: those the rules do not compute again, the others are tightened; None: the domains carry
+        none)."""
+        from cfruntime.flow.overrides import BoundOverride
+
+        overrides = {}
+        if not self.widened:
+            rows_up = torch.full((b - a, rows), torch.finfo(dtype).max, dtype=dtype)
+            overrides[self.structure.last] = BoundOverride(upper=rows_up, replace="upper")
+        if replaced is not None:
+            overrides.update({k: BoundOverride(domains[lo_key(k)][a:b], domains[hi_key(k)][a:b],
+                                               replace=k in replaced) for k in self.structure.carried})
+        return overrides
 
     def _margin_network(self, domains: Domains, a: int, b: int):
         """The margin network rows ``a:b`` are bounded on: the region's, or for domains answerable for their

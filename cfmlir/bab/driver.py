@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from cfmlir.bab import attack, branching, clipping, exact
-from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
+from cfmlir.bab.bounding import Bounds, CertifierBounding, hi_key, lo_key, split_key
 from cfmlir.bab.domains import DomainPool, Domains, PoolFull
 from cfmlir.bab.lagrangian import beta_key
 from cfmlir.bab.local_rows import localise, own_rows
@@ -85,9 +85,8 @@ def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptio
             stats["branching"].append("none")
             continue
         search = _RegionSearch(cert, net, prop, ri, region, options, deadline, gen, stats,
-                               dict(dtype=dtype, device=device, sparse=sparse, widen=widen), check)
-        search.on_round = on_round
-        search.pass_bounds = search.usable_pass_bounds(None if root_bounds is None else root_bounds[ri])
+                               dict(dtype=dtype, device=device, sparse=sparse, widen=widen), check, on_round=on_round,
+                               pass_layers=None if root_bounds is None else root_bounds[ri])
         try:
             search.run()
         except _Sat as found:
@@ -98,7 +97,8 @@ def run_bab(cert, net, prop, *, deadline: float | None = None, options: BabOptio
 
 
 class _RegionSearch:
-    def __init__(self, cert, net, prop, ri, region, options, deadline, gen, stats, engine_options, check):
+    def __init__(self, cert, net, prop, ri, region, options, deadline, gen, stats, engine_options, check, *,
+                 on_round=None, pass_layers: dict | None = None):
         self.net, self.prop, self.ri, self.options, self.deadline = net, prop, ri, options, deadline
         self.gen, self.stats, self.check = gen, stats, check
         self.objective = Objective(region)
@@ -116,9 +116,9 @@ class _RegionSearch:
         self.bounding = CertifierBounding(cert, self.mnet, self.structure, self.box, batch_size=options.engine_batch,
                                           check=check, region=ri, **engine_options)
         self.t_start = time.monotonic()
-        self.on_round = None
-        #: the first pass's bounds of the carried layers (:meth:`usable_pass_bounds`), or None
-        self.pass_bounds: dict | None = None
+        self.on_round = on_round
+        #: the first pass's bounds of the carried layers (:meth:`usable_pass_bounds` of ``pass_layers``), or None
+        self.pass_bounds: dict | None = self.usable_pass_bounds(pass_layers)
         #: whether the root is bounded from :attr:`pass_bounds` (decided by :meth:`_plan_root`)
         self.root_from_pass = False
 
@@ -189,15 +189,17 @@ class _RegionSearch:
         """How the root is bounded.  From the first pass's bounds (:attr:`pass_bounds`) when given and the
         certifier optimises nothing at the root (the same bounds: the root's rows are one run of the rows alone),
         or when the deadline leaves less than :data:`ROOT_AND_ROUND_PASSES` of the first pass's time
-        (``options.pass_seconds``) for an optimisation; otherwise by a pass of its own -- and, without a first
-        pass's bounds, with that little time the search stops ``unknown``: the root and a round of its
-        children could not end before the deadline."""
-        optimizes = self.options.optimize is not None and self.cert_params
+        (``options.pass_seconds``) for an optimisation of the whole network, or with ``options.root_optimize
+        == "rows"`` -- then only the rows' own parameters are optimised, from the pass's bounds
+        (:meth:`_optimized_root`: runs of the rows alone);
+        otherwise by a pass of its own -- and, without a first pass's bounds, with that little time the search
+        stops ``unknown``: the root and a round of its children could not end before the deadline."""
+        optimizes = self._optimizes()
         took = self.options.pass_seconds
         short = self.deadline is not None and took is not None and now + ROOT_AND_ROUND_PASSES * took > self.deadline
-        if self.pass_bounds is not None and (short or not optimizes):
+        if self.pass_bounds is not None and (short or not optimizes or self.options.root_optimize == "rows"):
             self.root_from_pass = True
-            self.stats["root"] = "first pass"
+            self.stats["root"] = "first pass, rows optimised" if optimizes else "first pass"
             return
         if short:
             raise _Stop(f"deadline (one pass took {took:.0f} s, {max(0.0, self.deadline - now):.0f} s left: "
@@ -230,24 +232,12 @@ class _RegionSearch:
                         "value": torch.zeros(1, dtype=torch.float64), "depth": torch.zeros(1, dtype=torch.int32)})
         if self.mode == "input":
             root["lb"], root["ub"] = self.box[0].reshape(1, -1).clone(), self.box[1].reshape(1, -1).clone()
-        bounds = None
         if self.root_from_pass:
             for k, (lo, hi) in self.pass_bounds.items():
                 root[lo_key(k)], root[hi_key(k)] = lo.clone(), hi.clone()
-            bounds = self.bounding.bound(root, "replace")
-        elif self.options.optimize is not None and self.cert_params:
-            try:
-                bounds = self.bounding.bound_optimized(
-                    root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
-                    deadline=self._share(ROOT_OPTIMIZE_SHARE))
-            except EngineOutOfMemory as exc:  # a run with the parameters does not fit (VNN-COMP 2024 ml4acopf's
-                # 118-bus nets under cf-run's 19 GiB): the plain pass the search would run without --optimize
-                self.stats["root_optimize"] = f"off ({exc})"
-            if bounds is not None and self.mode != "relu" and not self.options.optimize_input:
-                # the root only (BabOptions.optimize_input): its bounds, not its parameters, reach the children
-                bounds.alphas, self.bounding.alpha_cols = None, {}
+        bounds = self._optimized_root(root) if self._optimizes() else None
         if bounds is None:
-            bounds = self.bounding.bound(root, "tighten")
+            bounds = self.bounding.bound(root, "replace" if self.root_from_pass else "tighten")
         self._stop_if_unsound()
         for k, (lo, hi) in (bounds.carried or {}).items():  # (none from a replace run: the root has them)
             root[lo_key(k)], root[hi_key(k)] = lo, hi
@@ -265,6 +255,28 @@ class _RegionSearch:
         if self.mode == "relu" and self.options.per_disjunct:
             root = self._per_disjunct(root)
         return root
+
+    def _optimizes(self) -> bool:
+        """Whether the root's parameters are optimised (``options.optimize`` and a certifier with parameters)."""
+        return self.options.optimize is not None and self.cert_params
+
+    def _optimized_root(self, root: Domains) -> Bounds | None:
+        """The root's bounds with the certifier's parameters optimised for its rows (alpha-CROWN's loop, until
+        :data:`ROOT_OPTIMIZE_SHARE` of the time left); from the first pass's layer bounds (a root that carries
+        them) only the rows' own parameters are, every run a run of the rows alone.  None when a run with the
+        parameters does not fit in memory (the plain bound follows)."""
+        try:
+            bounds = self.bounding.bound_optimized(
+                root, self.options.optimize, lambda rows: self.objective.verified(rows.detach().to("cpu", torch.float64)),
+                deadline=self._share(ROOT_OPTIMIZE_SHARE))
+        except EngineOutOfMemory as exc:  # a run with the parameters does not fit (VNN-COMP 2024 ml4acopf's
+            # 118-bus nets under cf-run's 19 GiB): the plain pass the search would run without --optimize
+            self.stats["root_optimize"] = f"off ({exc})"
+            return None
+        if self.mode != "relu" and not self.options.optimize_input:
+            # the root only (BabOptions.optimize_input): its bounds, not its parameters, reach the children
+            bounds.alphas, self.bounding.alpha_cols = None, {}
+        return bounds
 
     def _per_disjunct(self, root: Domains) -> Domains:
         """The root once per disjunct it leaves open, each copy answerable for that disjunct alone: the rows of

@@ -113,6 +113,13 @@ class BabOptions:
     #: yolo_2023's TinyYOLO, a 140 s pass under 300 s, ran into the limit and ended ``timeout``)
     pass_seconds: float | None = None
     optimize: object = None
+    #: what ``optimize`` optimises at the root: ``"all"`` -- every parameter, the root bounded by a pass of its
+    #: own (intermediate layers' slopes too: tighter carried bounds) -- or ``"rows"`` -- with a first pass's
+    #: layer bounds (``run_bab(root_bounds=...)``), only the rows' own parameters, every run one of the rows
+    #: alone (:meth:`cfmlir.bab.bounding.CertifierBounding.bound_optimized`); ``"all"`` does that too when
+    #: the time left holds less than :data:`ROOT_AND_ROUND_PASSES` passes.  ``--certifier auto`` runs ``"rows"``
+    #: on residual nets, whose whole-network optimisation took 20-40 s on cifar10_resnet (docs/bab.md)
+    root_optimize: str = "all"
     #: whether the root's optimised parameters reach the children when the search splits the input box (ACAS
     #: Xu): every input child recomputes every layer, from the parameters' initial values but for the rows',
     #: so they buy less there (``--certifier auto`` turns it off: on the ACAS Xu subset carrying them halved the
@@ -156,6 +163,8 @@ class BabOptions:
             raise ValueError(f"heuristic must be fsb or babsr, not '{self.heuristic}'")
         if self.input_split not in ("widest", "gradient"):
             raise ValueError(f"input_split must be widest or gradient, not '{self.input_split}'")
+        if self.root_optimize not in ("all", "rows"):
+            raise ValueError(f"root_optimize must be all or rows, not '{self.root_optimize}'")
         if not self.beta_lr > 0:
             raise ValueError(f"beta_lr must be positive, got {self.beta_lr}")
         for name in ("beta_dtype", "fsb_dtype"):

@@ -260,10 +260,10 @@ def test_auto_chooses_crown_ibp_for_wide_networks_of_few_inputs(tmp_path):
 
 
 def test_auto_chooses_alpha_deeppoly_for_products_with_residual_joins(tmp_path):
-    """A residual join alone makes ``auto`` choose deeppoly; with a product of two computed values too (an
-    attention block: vit_2023) alpha_deeppoly, whose McCormick planes are mixed by parameters, with
-    ``BAB_OPTIMIZE_PRODUCTS`` iterations at the root of branch and bound; a product with a weight is no
-    product of two values."""
+    """A residual join alone makes ``auto`` choose deeppoly (branch and bound searching with ``RESIDUAL_SEARCH``);
+    with a product of two computed values too (an attention block: vit_2023) alpha_deeppoly, whose McCormick
+    planes are mixed by parameters, with ``BAB_OPTIMIZE_PRODUCTS`` iterations at the root of branch and bound; a
+    product with a weight is no product of two values."""
     import argparse
 
     from cfmlir.tools import auto_certifier
@@ -286,7 +286,11 @@ def test_auto_chooses_alpha_deeppoly_for_products_with_residual_joins(tmp_path):
         assert auto_certifier.resolve("auto", str(path)) == want, mul_inputs
         args = argparse.Namespace(certifier="auto", net=str(path), optimize=None)
         assert auto_certifier.apply(args) == want
-        assert getattr(args, "bab_optimize", None) == (auto_certifier.BAB_OPTIMIZE_PRODUCTS if want == "alpha_deeppoly" else None)
+        if want == "alpha_deeppoly":
+            assert args.bab_optimize == auto_certifier.BAB_OPTIMIZE_PRODUCTS and not hasattr(args, "bab_certifier")
+        else:  # residual joins alone: the search's own certifier, its root's rows optimised from the pass's bounds
+            assert (args.bab_certifier, args.bab_optimize, args.bab_root_optimize) == (
+                auto_certifier.RESIDUAL_SEARCH, auto_certifier.BAB_OPTIMIZE, "rows")
 
 
 def test_auto_certifier_chooses_per_network_of_an_instances_csv(tmp_path):

@@ -151,3 +151,39 @@ def test_a_slow_first_pass_hands_its_bounds_to_branch_and_bound(tmp_path, monkey
     d = vnnlib_mode.vnnlib_instance(args, loaded, "deeppoly")[0]
     assert d["verdict"] == "unknown" and d["bab"]["stopped"].startswith("deadline (one pass took 3 s")
     assert d["bab"]["domains"] == 0
+
+
+def test_branch_and_bound_may_search_with_a_certifier_of_its_own(tmp_path, monkeypatch):
+    """``--certifier auto`` on residual nets (``auto_certifier.RESIDUAL_SEARCH``): the first pass runs deeppoly, the
+    search alpha_deeppoly (``args.bab_certifier``) from the pass's layer bounds, its root's rows optimised
+    (``bab_root_optimize = "rows"``: not a pass of its own); the JSON names the search's certifier."""
+    import dataclasses
+    import time
+
+    import numpy as np
+
+    from cfmlir.bab.bounding import CertifierBounding
+    from cfmlir.tools import vnnlib_mode
+    from cfmlir.tools.run_args import build_parser
+    from cfmlir.tools.run_setup import load_program
+
+    net = vector_net(tmp_path / "v.onnx")
+    holds, _ = properties(tmp_path, net, 0.01)
+    real = cfmlir.api.certify
+
+    def open_pass(*a, **k):  # the pass's bounds made too weak to verify
+        res = real(*a, **k)
+        return dataclasses.replace(res, verdict="unknown", row_lb=[np.asarray(lo) - 1e3 for lo in res.row_lb])
+
+    monkeypatch.setattr(cfmlir.api, "certify", open_pass)
+    searched = []
+    real_optimized = CertifierBounding.bound_optimized
+    monkeypatch.setattr(CertifierBounding, "bound_optimized", lambda self, *a, **k: searched.append(self.cert.name) or
+                        real_optimized(self, *a, **k))
+    args = build_parser().parse_args(["--net", str(net), "--vnnlib", str(holds), "--bab", "on", "--split", "off"])
+    args.bab_certifier, args.bab_optimize, args.bab_root_optimize = "alpha_deeppoly", 20, "rows"
+    args.split_deadline = time.monotonic() + 120.0
+    d = vnnlib_mode.vnnlib_instance(args, load_program(args, "deeppoly"), "deeppoly")[0]
+    assert d["certifier"] == "deeppoly" and d["verdict"] == "unsat"
+    assert d["bab"]["certifier"] == "alpha_deeppoly" and d["bab"]["root"] == "first pass, rows optimised"
+    assert searched == ["alpha_deeppoly"]
