@@ -110,7 +110,7 @@ def api_certifier(args, loaded: LoadedProgram, certifier: str):
     compiled = loaded.program if args.engine == "compiled" else None
     program = loaded.program if args.engine == "interpreter" else None
     return Certifier(name, text, file, not args.no_rewrite, compiled, loaded.cache_hit, loaded.compile_s, program,
-                     shipped=not user_certifier(args))
+                     shipped=not user_certifier(args, certifier))
 
 
 def run_proof(args, loaded: LoadedProgram, certifier: str, network):
@@ -214,12 +214,12 @@ class _SoundnessCheck:
         return {"unsound": self.unsound, "check": check, "violations": viol}
 
 
-def user_certifier(args) -> bool:
-    """True when ``--certifier`` is a ``.cf`` file rather than a shipped certifier's name (a path to a
-    shipped file, or a byte-identical copy of one, counts as a file)."""
+def user_certifier(args, certifier: str | None = None) -> bool:
+    """True when ``certifier`` (by default ``--certifier``) is a ``.cf`` file rather than a shipped
+    certifier's name (a path to a shipped file, or a byte-identical copy of one, counts as a file)."""
     from cfmlir.certifiers import certifier_names
 
-    c = args.certifier
+    c = args.certifier if certifier is None else certifier
     if c is None:
         return False
     if c in certifier_names():

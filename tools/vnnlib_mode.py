@@ -49,6 +49,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
                             f"{net.input_size} and {net.output_size}", file=args.vnnlib)
     load_s = time.perf_counter() - t0
     proof = run_proof(args, loaded, certifier, net)  # before any analysis: a refuted rule ends the instance here
+    search = _search_program(args, net)  # branch and bound's own certifier, through the same gate
     t1 = time.perf_counter()
     from cfmlir.api import certify
     from cfruntime.flow.engine import EngineOutOfMemory, EnginePastDeadline
@@ -86,7 +87,7 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
             # a region's share of the pass (batched regions cost less each: this errs towards searching)
             pass_s = (time.perf_counter() - t_pass) / max(1, len(prop.regions))
     if v == "unknown" and out_of_memory is None and not (check is not None and check.unsound):
-        bab = _bab(args, prog, net, prop, lows, check, pass_s, res.layer_bounds)
+        bab = _bab(args, prog if search is None else search[0], net, prop, lows, check, pass_s, res.layer_bounds)
         split = None if bab is not None else _split(args, prog, net, prop, lows, check)
         found = bab or split
         if found is not None:
@@ -123,7 +124,20 @@ def vnnlib_instance(args, loaded: LoadedProgram, certifier, check=None) -> tuple
              f"time:      compile {compile_s:.3f}s, load {load_s:.3f}s, analysis {analysis_s:.3f}s"]
     if check is not None:
         lines.append(f"check:     {check.summary()}")
-    return out, lines, check_error_line(check), proof.warning()
+    warnings = [w for w in (proof.warning(), search and search[1].warning()) if w]
+    return out, lines, check_error_line(check), "\n".join(warnings) or None
+
+
+def _search_program(args, net):
+    """``(program, proof)`` of the certifier branch and bound searches with when it is not the pass's own
+    (``args.bab_certifier``, auto's choice on residual nets: :mod:`cfmlir.tools.auto_certifier`), proved for
+    ``net``'s rules before any analysis as the pass's certifier is (:func:`run_proof`: a refuted rule raises,
+    exit status 3); None when the search uses the pass's certifier or no search is asked for."""
+    search = getattr(args, "bab_certifier", None)
+    if search is None or not _bab_asked(args):
+        return None
+    loaded = load_program(args, search)
+    return loaded.program, run_proof(args, loaded, search, net)
 
 
 #: input regions of a property bounded in one engine call unless ``--batch-size`` says (halved when out of
@@ -235,9 +249,6 @@ def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None, root_b
     if not _bab_asked(args):
         return None
     engine = make_engine(args, prog)
-    search = getattr(args, "bab_certifier", None)  # a shipped certifier of auto's for the search (auto_certifier)
-    if search is not None:
-        prog = load_program(args, search).program
     max_domains = args.max_boxes or (MAX_BOXES_UNTIMED if deadline is None else None)
     from cfmlir.optimize import options_from
 

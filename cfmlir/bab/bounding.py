@@ -95,6 +95,11 @@ class CertifierBounding:
         p = len(domains)
         return self.box[0].reshape(1, -1).expand(p, -1), self.box[1].reshape(1, -1).expand(p, -1)
 
+    def _carries(self, domains: Domains) -> bool:
+        """Whether the domains carry layer bounds (every child does; a root only when it starts from the
+        first pass's, :meth:`cfmlir.bab.driver._RegionSearch._plan_root`)."""
+        return bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
+
     def bound(self, domains: Domains, reuse: str = "replace", replace_upto: int = -1, score_dtype=None) -> Bounds:
         """Bounds of every domain of the batch (``reuse``: ``"replace"`` or ``"tighten"``, see the module
         docstring; with ``"tighten"``, the carried layers up to ``replace_upto`` are still replaced: no split
@@ -107,7 +112,7 @@ class CertifierBounding:
         if reuse not in ("replace", "tighten"):
             raise ValueError(f"unknown reuse '{reuse}'")
         lb, ub = self._boxes(domains)
-        has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
+        has_carried = self._carries(domains)
         want_layers = reuse == "tighten" or not has_carried
         replaced = {k for k in self.structure.carried if reuse == "replace" or k <= replace_upto}
         parts, _report = in_batches(lambda a, b: self._run(domains, lb, ub, a, b, replaced, has_carried, want_layers,
@@ -142,7 +147,7 @@ class CertifierBounding:
 
         lb, ub = self._boxes(domains)
         o = self.options
-        has_carried = bool(self.structure.carried) and lo_key(self.structure.carried[0]) in domains
+        has_carried = self._carries(domains)
         overrides = self._overrides(domains, 0, len(domains), self.mnet.layers[-1].size,
                                     set(self.structure.carried) if has_carried else None, o["dtype"])
         params = ParamStore(requires_grad=True, sparse=True)

@@ -100,6 +100,32 @@ def test_bad_proof_timeout_is_one_line(capsys, bad):
     assert rc == 1 and err.startswith("error: cf-run: argument --proof-timeout: must be a ") and len(err.splitlines()) == 1
 
 
+def test_the_search_certifier_goes_through_the_gate_too(case, capsys, monkeypatch):
+    """Branch and bound's own certifier (``args.bab_certifier``, auto's choice on residual nets) is proved for the
+    network before any analysis, as the pass's is: a refuted rule there is exit 3 and an ``unknown`` result file,
+    though the pass's certifier (shipped ibp) is sound; an unknown one is the run's warning."""
+    real = cf_run.build_parser
+
+    def with_search(search):
+        def parser():
+            p = real()
+            p.set_defaults(bab_certifier=str(search))
+            return p
+        monkeypatch.setattr(cf_run, "build_parser", parser)
+
+    res, out = case["dir"] / "r.txt", case["dir"] / "o.json"
+    vnnlib = ("--certifier", "ibp", "--net", case["net"], "--vnnlib", case["vnnlib"], "--bab", "on", "--results", res)
+    with_search(case["bad"])
+    rc, stdout, err = run_main(capsys, *vnnlib)
+    assert rc == 3 and res.read_text() == "unknown\n" and "verdict" not in stdout
+    assert err.startswith(f"error: {case['bad']}:{UNSOUND.rule_line()}:5: rule ibp.Relu is unsound: ")
+    with_search(case["copy"])
+    rc, stdout, err = run_main(capsys, *vnnlib, "--proof-timeout", "1e-6", "--json", out)
+    assert rc == 0 and len([l for l in err.splitlines() if "not proved sound" in l and str(case["copy"]) in l]) == 1
+    assert strict(out)["proved"] == "shipped"
+    rc, stdout, err = run_main(capsys, *vnnlib, "--proof-timeout", "1e-6", "--require-proof")
+    assert rc == 3 and "a proof is required" in err
+
 def test_under_timeout_and_in_instances(case, tmp_path):
     """The worker processes: a refuted rule is exit 3 and ``unknown`` result files; an unknown one is one warning
     for the whole run."""
