@@ -235,7 +235,7 @@ def main() -> int:
     ap.add_argument("--alpha", action="store_true",
                     help="the alpha rows instead (bench/peer_compare_alpha.py: alpha_deeppoly optimised vs alpha-CROWN)")
     ap.add_argument("--reproducibility", action="store_true",
-                    help="with --alpha: both tools again in batches of 5 and 2 (summation order only), their margins "
+                    help="with --alpha: both tools again in batches of 20, 5, 2 and 1 (summation order only), their margins "
                          "against their own first run: the noise floor of the margin comparison")
     args = ap.parse_args()
     if args.malloc == "fixed" and any(os.environ.get(k) != v for k, v in MALLOC_FIXED.items()):

@@ -18,12 +18,14 @@ shared per output channel, ours are per neuron).  Timing: a warm-up batch, then 
 certified counts; operations and host syncs: the whole optimisation of the first batch, divided by
 the iterations it ran (one iteration: a forward and a backward pass, and the optimiser step).
 
-``--reproducibility`` runs both tools again on the same images in batches of 5 and 2: a change of
+``--reproducibility`` runs both tools again on the same images in batches of 20, 5, 2 and 1: a change of
 summation order only (every parameter is per sample, Adam is element-wise, keep-best is per margin;
 alpha-CROWN's early stop, which watches a batch's summed loss, is off in these runs and in a run at the
 row's batch size they are compared with), and reports by how much each tool's margins move against its
 own run at the row's batch size (``peer_self_min``: the most negative ``peer_bX - peer``;
-``ours_self_min`` likewise).  The optimisation is not convex and Adam's steps follow the gradient's sign, so last-bit
+``ours_self_min`` likewise; per batch size ``peer_self``/``ours_self``), alpha-CROWN's spread per margin over its
+batchings, and ours in every batching against alpha-CROWN's worst batching of each margin
+(``ours_vs_peer_worst``).  The optimisation is not convex and Adam's steps follow the gradient's sign, so last-bit
 differences can end on other slopes: the peer's own spread is the noise floor of "ours minus theirs".
 """
 
@@ -41,7 +43,7 @@ from peer_table import print_row
 ITERATIONS, LR = 20, 0.5
 
 #: the batch sizes of the reproducibility runs (``--reproducibility``)
-REBATCH = (5, 2)
+REBATCH = (20, 5, 2, 1)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,11 @@ def _rebatched(n: int, size: int) -> list[list[int]]:
 def reproducibility(net, prop, onnx_path, device, widen: bool, ours_m, batch: int, others) -> dict:
     """Both tools' margins again in batches of :data:`REBATCH` (a change of summation order only), against
     their run in batches of ``batch`` (ours: ``ours_m``; the peer's made here, without its early stop):
-    the most negative difference and how many margins moved down by more than 1e-3."""
+    per tool, the most negative difference and how many margins moved down by more than 1e-3 (over all
+    batchings, ``*_self_min``, and per batch size, ``*_self``); alpha-CROWN's spread, the largest difference
+    of one margin over its batchings (``peer_spread_max``, and how many margins spread more than 1e-3); and
+    ours in each batching against alpha-CROWN's *worst* batching of each margin (``ours_vs_peer_worst``):
+    what "at least as tight within 1e-3" measures once alpha-CROWN's own batch noise is allowed for."""
     n = prop.lb.shape[0]
     out = {"rebatch": list(REBATCH)}
 
@@ -128,18 +134,27 @@ def reproducibility(net, prop, onnx_path, device, widen: bool, ours_m, batch: in
             margins.append(tool(b).double().cpu())
         return torch.cat(margins)
 
-    for who, first in (("peer", peer_run(batch)), ("ours", ours_m)):
-        worst, looser = 0.0, 0
+    def ours_run(size):
+        batches = _rebatched(n, size)
+        tool = AlphaOurs(net, prop, batches, device, widen)
+        return margins_ours([tool(b) for b in batches], prop.labels, others)
+
+    def below(d) -> list:
+        return [float(d.min()), int((d < -1e-3).sum())]
+
+    runs = {"peer": {batch: peer_run(batch)}, "ours": {batch: ours_m}}
+    for who, run in (("peer", peer_run), ("ours", ours_run)):
         for size in REBATCH:
-            batches = _rebatched(n, size)
-            if who == "peer":
-                m = peer_run(size)
-            else:
-                tool = AlphaOurs(net, prop, batches, device, widen)
-                m = margins_ours([tool(b) for b in batches], prop.labels, others)
-            d = m - first
-            worst, looser = min(worst, float(d.min())), max(looser, int((d < -1e-3).sum()))
-        out[f"{who}_self_min"], out[f"{who}_self_rows_looser_by_1e_3"] = worst, looser
+            runs[who][size] = run(size)
+        self_d = {size: below(m - runs[who][batch]) for size, m in runs[who].items() if size != batch}
+        out[f"{who}_self"] = self_d
+        out[f"{who}_self_min"] = min([0.0] + [d[0] for d in self_d.values()])
+        out[f"{who}_self_rows_looser_by_1e_3"] = max([0] + [d[1] for d in self_d.values()])
+    peer_all = torch.stack(list(runs["peer"].values()))
+    spread = peer_all.max(0).values - peer_all.min(0).values
+    out["peer_spread_max"], out["peer_spread_rows_over_1e_3"] = float(spread.max()), int((spread > 1e-3).sum())
+    worst = peer_all.min(0).values
+    out["ours_vs_peer_worst"] = {size: below(m - worst) for size, m in runs["ours"].items()}
     return out
 
 
@@ -199,7 +214,8 @@ def print_alpha(r: dict) -> None:
         f"{r['certified_ours']:4d}/{r['certified_peer']:<4d} {r['ops_per_iter_ours']:6.0f}/{r['ops_per_iter_peer']:<7.0f} "
         f"{r['syncs_per_iter_ours']:5.1f}/{r['syncs_per_iter_peer']:<6.1f} {r['margin_min_ours_minus_peer']:9.2e} "
         f"{r['margin_mean_ours_minus_peer']:9.2e}"
-        + (f" {r['peer_self_min']:9.2e} {r['ours_self_min']:9.2e}" if "peer_self_min" in r else "")))
+        + (f" {r['peer_self_min']:9.2e} {r['ours_self_min']:9.2e} {r['peer_spread_max']:9.2e} "
+           f"{min(d[0] for d in r['ours_vs_peer_worst'].values()):9.2e}" if "peer_self_min" in r else "")))
 
 
 def clamp_gradient_at_bounds() -> float:
@@ -218,7 +234,8 @@ def run_alpha(rows: str, device: torch.device, repeat: int, n_override: int | No
     if clamp_gradient_at_bounds() == 0.0:
         print(f"warning: torch {torch.__version__} gives clamp no gradient at its bounds: auto_LiRPA's alpha-CROWN "
               f"does not optimise here (it stays at CROWN); use torch 2.13 in the peer environment", flush=True)
-    print(HEADER + (f" {'peer self':>9s} {'ours self':>9s}" if check_reproducibility else ""))
+    print(HEADER + (f" {'peer self':>9s} {'ours self':>9s} {'pr spread':>9s} {'o-pr wrst':>9s}"
+                    if check_reproducibility else ""))
     out = []
     for row in chosen:
         t0 = time.perf_counter()
