@@ -22,6 +22,7 @@ from cfruntime.flow.values import Affine, Neurons, Window, WindowRows
 from cfruntime.tensor import Segmented
 from cfruntime.tensor.lazy_parts import LazyParts
 from cfruntime.tensor.segmented import part_as_block, part_dense
+from cfruntime.tensor.segmented_ops import is_constant, kept_view
 
 
 class LayerContext:
@@ -243,7 +244,13 @@ class LayerContext:
         key = ("view", id(x), lo, n.count, n.dim, n.rank, trailing)
         hit = self.store.views.get(key)
         if hit is None or hit[0] is not x:
-            hit = self.store.views[key] = (x, self._spread(_slice(x, lo, n.count) if trailing == 0 else gb.slice_range(x, 1, lo, lo + n.count), n, trailing))
+            def make(t):
+                return self._spread(_slice(t, lo, n.count) if trailing == 0 else gb.slice_range(t, 1, lo, lo + n.count), n, trailing)
+
+            # a constant's view (a layer's bias) is kept on it, for every later run too: its own kept views
+            # (seg_ops' columns of it) then outlive the run as well
+            view = kept_view(x, key[2:], make) if is_constant(x) else make(x)
+            hit = self.store.views[key] = (x, view)
         return hit[1]
 
     def _access_global(self, n: Neurons, member: str, letter: str):

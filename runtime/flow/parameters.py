@@ -108,5 +108,5 @@ def bias(layer, rep: Representation) -> torch.Tensor:
     cache = _cache(layer.bias, rep)
     if "bias" not in cache:
         b = layer.bias.to(rep.dtype).to(rep.device)
-        cache["bias"] = b.unsqueeze(0) if b.dim() == 1 else b
+        cache["bias"] = _constant(b.unsqueeze(0) if b.dim() == 1 else b)
     return cache["bias"]

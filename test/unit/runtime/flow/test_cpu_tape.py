@@ -67,7 +67,7 @@ def test_a_replay_runs_the_recorded_operations_only():
     assert res.store is None
     assert replayed.syncs == eager.syncs == 1  # the finite check's
     # the same operations, but for the two views of the boxes flattened before the replay is called, and
-    # without the eager run's ``detach`` of the tensors it keeps a view on (segmented_ops._kept_view: the
+    # without the eager run's ``detach`` of the tensors it keeps a view on (segmented_ops.kept_view: the
     # run's own tensors, so made at every eager run; a replay makes no views)
     diff = {k: replayed.by_name[k] - eager.by_name[k] for k in replayed.by_name | eager.by_name}
     assert diff.get("detach", 0) <= 0, diff
