@@ -119,11 +119,11 @@ def _peer_widened(_: Path) -> str:
     files = ["peer_compare_widened.json", "peer_compare_widened_mnist.json", "peer_compare_cuda_widened.json"]
     return ("Our float32 bounds widened against rounding (sound; auto_LiRPA's are not), side by side "
             "(`python bench/peer_compare.py --widen on --repeat 3`): `peer_compare_widened.json` has every row "
-            "(2026-12-01 00:42-00:53 UTC, both tools' repetitions interleaved, `bench/peer_side.py`: our CPU runs replay the "
+            "(2026-12-05 00:45-00:55 UTC, both tools' repetitions interleaved, `bench/peer_side.py`: our CPU runs replay the "
             "run recorded at a batch shape's third call, "
             "`runtime/flow/tape.py`, as `cf-run` does over many batches; the eager times, what a single batch costs, are "
             "`ours_eager_s` in the JSON; the op and sync counts are of one eager run; the time ratios of this machine move by up to 10% "
-            "between runs -- cifar convMed IBP 1.00x in this run, 0.74-0.77x in two runs of the IBP rows alone right after -- "
+            "between runs -- cifar convMed DeepPoly 1.01x in a run 20 minutes before, 0.97x in this one -- "
             "the op counts do not), `peer_compare_widened_mnist.json` the mnist rows of 2026-11-25 (quiet), "
             "`peer_compare_cuda_widened.json` "
             "every row on an H200 (`bash bench/gpu_session.sh` in one lease of a GPU machine; our runs replay a "
