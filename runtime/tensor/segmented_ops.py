@@ -682,7 +682,7 @@ def kept_view(t: torch.Tensor, key, make):
     The kept view is made from ``t.detach()`` (the same data, no reference to ``t``): a view of ``t``
     itself holds ``t`` from C++ as its base, and kept in ``t.__dict__`` it made a cycle that Python's
     collector cannot see -- neither was ever freed (DeepPoly leaked 31 MB a batch on a 3 x 1000 MLP,
-    2026-12-03; :mod:`testkept_views`)."""
+    2026-12-03; :mod:`test_kept_views`)."""
     return make(t) if t.requires_grad else _memo(t, key, lambda: make(t.detach()))
 
 
