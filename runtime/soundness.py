@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from cfruntime.box_search import box_points, forward_upto, pgd
+from cfruntime.box_search import ODI_STEPS, box_points, forward_upto, pgd
 from cfruntime.errors import PropertyError
 from cfruntime.network.graph import BINARY_FUNCTIONS, ELEMENTWISE_FUNCTIONS, Network, binary_image, elementwise_image
 from cfruntime.region_screen import padded_disjuncts, screen_regions
@@ -406,7 +406,8 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
     nearest disjunct's violation, as a margin loss over the classes of a robustness property: 42
     disjuncts on traffic_signs_recognition_2023; ``nearest_rows=0``: none); then one PGD run
     over ``restarts`` random starts for every disjunct at once (rows ``disjunct x restart``,
-    each minimising its disjunct's largest ``A y - b``): one forward and backward pass per
+    each minimising its disjunct's largest ``A y - b``; in both runs the odd rows start from output-diversified
+    points, :func:`cfruntime.box_search.diversify`): one forward and backward pass per
     step for all of them, so a wide network's weights are read once per step, not once per
     disjunct and restart.  The first row (in disjunct, then restart order) whose end point
     the network puts in the disjunct is the answer.  A property of more than :data:`MANY_REGIONS` input
@@ -440,13 +441,14 @@ def vnnlib_counterexample(network: Network, prop, *, n_samples: int = 256, steps
             rows = max(restarts, nearest_rows)
             ss = torch.zeros(rows, dtype=torch.int64)
             bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("djo,ro->rdj", A, vals[-1]) - b).amax(dim=2)
-                         .amin(dim=1), steps, gen)
+                         .amin(dim=1), steps, gen, diversify_steps=ODI_STEPS)
             hit = _first_in_region(network, reg, bx)
             if hit is not None:
                 return (ri, *hit)
         A, b = _stacked_disjuncts(reg, restarts)
         ss = torch.zeros(A.shape[0], dtype=torch.int64)
-        bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen)
+        bx, _ = pgd(network, lb, ub, ss, lambda vals: (torch.einsum("rjo,ro->rj", A, vals[-1]) - b).amax(dim=1), steps, gen,
+                    diversify_steps=ODI_STEPS)
         hit = _first_in_region(network, reg, bx)
         if hit is not None:
             return (ri, *hit)

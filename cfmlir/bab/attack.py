@@ -1,7 +1,9 @@
 """Counterexample search: projected gradient descent with random restarts, batched over boxes and
 restarts, and the float64 confirmation of what it finds.
 
-Algorithm: every attacked box starts ``restarts`` points (the box's centre and uniform random points) and
+Algorithm: every attacked box starts ``restarts`` points (the box's centre and uniform random points, the odd
+restarts' moved first by two signed steps along a random output direction:
+:func:`cfruntime.box_search.diversify`) and
 minimises the violation ``min_k max_{r in k} (A_r y - b_r)`` of the property (:meth:`Objective.violation`;
 ``<= 0``: the output satisfies a disjunct) or, per disjunct, ``max_{r in k} (A_r y - b_r)`` (one start
 per disjunct and restart: a minimum over disjuncts has a gradient for one of them only) by signed
@@ -15,6 +17,8 @@ float64 (:func:`cfruntime.results.confirm_counterexample`); only then is it a ``
 from __future__ import annotations
 
 import torch
+
+from cfruntime.box_search import ODI_STEPS, diversify
 
 
 def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, steps: int, generator: torch.Generator,
@@ -32,6 +36,9 @@ def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, st
     x = lo + torch.rand(lo.shape, generator=generator, dtype=lo.dtype) * width
     for g in range(groups):  # the first start of every box (and disjunct): its centre
         x[g * restarts * n_box:g * restarts * n_box + n_box] = (lb + ub) / 2
+    odd = torch.nonzero((torch.arange(lo.shape[0]) // n_box) % restarts % 2 == 1).reshape(-1)
+    if odd.numel():  # the odd restarts: output-diversified starts
+        x[odd] = diversify(net, x[odd], lo[odd], hi[odd], None, ODI_STEPS, generator, forward=net.forward)
     target = torch.arange(groups).repeat_interleave(restarts * n_box) if per_disjunct else None
     best_x, best = x.clone(), torch.full((lo.shape[0],), torch.inf, dtype=lo.dtype)
     for t in range(steps + 1):
