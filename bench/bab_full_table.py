@@ -11,7 +11,7 @@ For each line of a benchmark's instances CSV and each tool (``ours``, ``abcrown`
 latest one run on the CPU (a file whose ``machine.device`` is not ``cpu`` is left out) at that line's own
 limit (``timeout_s`` equal to the CSV's timeout: a run capped below it does not count); for ours only runs
 of the default configuration (no ``ours_args``, ``--certifier auto``).  Latest: the files ordered by the
-date in their name (``YYYY-MM-DD``; none first), then by when git added them (not added: first), then by
+date in their name (``YYYY-MM-DD``; none first), then by when git added them (not yet added: last), then by
 name; within a file, a later row wins.
 
 Per benchmark: the CSV's lines, the lines each tool has a row for, decided (``unsat+sat``), wrong answers
@@ -41,12 +41,14 @@ TOOLS = ("ours", "abcrown")
 AT_LEAST_AS_MANY, SHARE = 2, 0.9
 
 
-def _added(path: Path) -> int:
-    """When git added ``path`` (seconds since the epoch; 0 when it did not, or outside a repository)."""
+def _added(path: Path) -> float:
+    """When git added ``path`` (seconds since the epoch; not yet added: the newest, inf; outside a repository: 0)."""
     p = subprocess.run(["git", "log", "--diff-filter=A", "--format=%ct", "--", path.name], cwd=path.parent,
                        capture_output=True, text=True)
     stamps = p.stdout.split()
-    return int(stamps[0]) if p.returncode == 0 and stamps else 0
+    if p.returncode != 0:
+        return 0
+    return int(stamps[0]) if stamps else float("inf")
 
 
 def result_files(results: Path) -> list[Path]:
