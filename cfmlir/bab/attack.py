@@ -92,7 +92,7 @@ def split_penalty(structure, domains, rows: torch.Tensor):
     """``penalty(values) -> [N]``: how far points are outside their subdomains (the sum of ``relu(-z)`` over
     the active ReLU splits and ``relu(z)`` over the inactive ones, and of the distance of every cut curve
     neuron's value to its interval; ``rows``: each point's domain), or None when no domain has a split."""
-    from cfmlir.bab.bounding import hi_key, lo_key, split_key
+    from cfmlir.bab.domains import hi_key, lo_key, split_key
 
     splits = [(s.pre, domains[split_key(s.pre)][rows].to(torch.float64)) for s in structure.split_layers
               if split_key(s.pre) in domains]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from cfmlir.bab.domains import Domains
+from cfmlir.bab.domains import Domains, hi_key, lo_key, split_key
 from cfmlir.bab.lagrangian import (beta_key, cut_biases, lagrangian_network, last_layer_index, new_layer_overrides,
                                    project, split_weights)
 from cfmlir.bab.local_rows import ROWS_OF, local_margin_network, to_full
@@ -47,18 +47,6 @@ class Bounds:
     carried: dict | None
     empty: torch.Tensor
     alphas: dict | None = None
-
-
-def lo_key(k: int) -> str:
-    return f"lo{k}"
-
-
-def hi_key(k: int) -> str:
-    return f"hi{k}"
-
-
-def split_key(k: int) -> str:
-    return f"split{k}"
 
 
 class CertifierBounding:

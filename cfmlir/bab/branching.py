@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import torch
 
-from cfmlir.bab.bounding import hi_key, lo_key, split_key
+from cfmlir.bab.domains import hi_key, lo_key, split_key
 from cfmlir.bab.domains import Domains
 from cfruntime.network.graph import ELEMENTWISE_FUNCTIONS
 

@@ -12,6 +12,13 @@ search::
                           -1 inactive (z <= 0), 0 not split
     "lb", "ub" [P, n0]    the input box, when input branching made it differ from the region's
 
+(:func:`lo_key`, :func:`hi_key`, :func:`split_key` give the names.)  The pool stores the carried layers'
+bounds in float32, a step outward where the cast rounded inward
+(:func:`cfruntime.flow.widening.box_to_dtype_exact`: 0 stays 0, so a split neuron stays stable), so every
+stored bound is still a bound of its domain; a popped domain has the pushed dtypes again.  Those bounds are
+most of a domain's bytes, so the same memory bound holds more domains (cifar10_resnet ``prop_11`` then runs its
+300 s where it stopped on memory at 269 s; docs/bab.md, *Smaller rows*).
+
 Bounds of a domain hold on every domain split from it, so children start from their parent's
 (:mod:`cfmlir.bab.bounding`).
 
@@ -28,10 +35,36 @@ from __future__ import annotations
 
 import torch
 
+from cfruntime.flow.widening import box_to_dtype_exact
+
 #: the storage starts with room for this many domains (where the reservation below fails)
 _INITIAL_CAPACITY = 1024
 #: at most this many rows are reserved at the first push (every push and pop scans a flag per row)
 _RESERVED_ROWS = 1 << 20
+#: the carried layers' bounds are stored in this dtype (rounded outward)
+STORED_BOUND_DTYPE = torch.float32
+
+
+def lo_key(k: int) -> str:
+    return f"lo{k}"
+
+
+def hi_key(k: int) -> str:
+    return f"hi{k}"
+
+
+def split_key(k: int) -> str:
+    return f"split{k}"
+
+
+def _bound_pairs(names) -> list[tuple[str, str]]:
+    """The ``(lo<k>, hi<k>)`` field pairs among ``names``: the carried layers' bounds."""
+    names = set(names)
+    return [(n, "hi" + n[2:]) for n in sorted(names) if n[:2] == "lo" and n[2:].isdigit() and "hi" + n[2:] in names]
+
+
+def _bytes_per_row(domains) -> int:
+    return sum(v[0].numel() * v.element_size() for v in domains.values())
 
 
 class Domains(dict):
@@ -54,9 +87,6 @@ class Domains(dict):
             return Domains()
         return Domains({k: torch.cat([b[k] for b in batches]) for k in batches[0]})
 
-    def nbytes_per_domain(self) -> int:
-        return sum(v[0].numel() * v.element_size() for v in self.values()) if len(self) else 0
-
 
 class PoolFull(Exception):
     """The pool cannot take more domains within its memory bound."""
@@ -68,6 +98,7 @@ class DomainPool:
     def __init__(self, max_bytes: int):
         self.max_bytes = int(max_bytes)
         self.store: dict[str, torch.Tensor] = {}
+        self.dtypes: dict[str, torch.dtype] = {}  # the pushed dtype of each field (pop gives it back)
         self.alive = torch.zeros(0, dtype=torch.bool)
         self.size = 0
         self.depth_first = False
@@ -79,8 +110,23 @@ class DomainPool:
     def capacity(self) -> int:
         return int(self.alive.shape[0])
 
+    @staticmethod
+    def _narrowed(domains: Domains) -> Domains:
+        """``domains`` as stored: the carried layers' float64 bounds in :data:`STORED_BOUND_DTYPE`, outward."""
+        out = Domains(domains)
+        for lo, hi in _bound_pairs(domains):
+            if torch.finfo(domains[lo].dtype).bits > torch.finfo(STORED_BOUND_DTYPE).bits:
+                out[lo], out[hi] = box_to_dtype_exact(domains[lo], domains[hi], STORED_BOUND_DTYPE)
+        return out
+
+    @staticmethod
+    def row_bytes(like: Domains) -> int:
+        """The bytes the pool stores for each domain of ``like``'s fields."""
+        return _bytes_per_row(DomainPool._narrowed(like.select(slice(0, 1)))) if len(like) else 0
+
     def _grow(self, like: Domains, need: int) -> None:
-        per = like.nbytes_per_domain()
+        """Room for ``need`` domains of ``like``'s stored fields."""
+        per = _bytes_per_row(like)
         limit = self.max_bytes // max(per, 1)
         if need > limit:
             raise PoolFull(f"{need} domains of {per} bytes each exceed the pool's {self.max_bytes} bytes")
@@ -119,6 +165,9 @@ class DomainPool:
         n = len(domains)
         if n == 0:
             return
+        for k, v in domains.items():
+            self.dtypes.setdefault(k, v.dtype)
+        domains = self._narrowed(domains)
         free = torch.nonzero(~self.alive).reshape(-1)
         if free.numel() < n:
             self._grow(domains, self.size + n)
@@ -128,7 +177,7 @@ class DomainPool:
             self.store[k][rows] = v
         self.alive[rows] = True
         self.size += n
-        per = domains.nbytes_per_domain()
+        per = _bytes_per_row(domains)
         # past half the memory bound, depth-first keeps the pool from growing further
         self.depth_first = self.size * per > self.max_bytes // 2
 
@@ -143,7 +192,7 @@ class DomainPool:
         else:
             key = -self.store["value"][alive]
         rows = alive[torch.topk(key, k).indices]
-        out = Domains({name: v[rows].clone() for name, v in self.store.items()})
+        out = Domains({name: v[rows].to(self.dtypes[name]) for name, v in self.store.items()})
         self.alive[rows] = False
         self.size -= k
         return out

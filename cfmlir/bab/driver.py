@@ -36,8 +36,8 @@ import numpy as np
 import torch
 
 from cfmlir.bab import attack, branching, clipping, exact
-from cfmlir.bab.bounding import Bounds, CertifierBounding, hi_key, lo_key, split_key
-from cfmlir.bab.domains import DomainPool, Domains, PoolFull
+from cfmlir.bab.bounding import Bounds, CertifierBounding
+from cfmlir.bab.domains import DomainPool, Domains, PoolFull, hi_key, lo_key, split_key
 from cfmlir.bab.lagrangian import beta_key
 from cfmlir.bab.local_rows import localise, own_rows
 from cfmlir.bab.objective import Objective

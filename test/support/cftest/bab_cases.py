@@ -56,7 +56,7 @@ def root_domain(bounding, structure, rows: int, *, beta: bool = False):
     ``first.rows`` where it wants the root's own rows)."""
     import torch
 
-    from cfmlir.bab.bounding import hi_key, lo_key, split_key
+    from cfmlir.bab.domains import hi_key, lo_key, split_key
     from cfmlir.bab.domains import Domains
     from cfmlir.bab.lagrangian import beta_key
 
@@ -78,7 +78,7 @@ def random_subdomains(st, root, vals, g, n_domains: int, n_splits: int):
     ``vals`` every layer's values at the sampled points, ``g`` a generator."""
     import torch
 
-    from cfmlir.bab.bounding import hi_key, lo_key, split_key
+    from cfmlir.bab.domains import hi_key, lo_key, split_key
 
     p = vals[0].shape[0]
     d = root.repeat(n_domains)
@@ -103,7 +103,7 @@ def inside_subdomain(st, d, vals, r):
     """``[N]`` bool: which sampled points (``vals``) lie in domain ``r`` of ``d`` (its ReLU splits hold)."""
     import torch
 
-    from cfmlir.bab.bounding import split_key
+    from cfmlir.bab.domains import split_key
 
     ok = torch.ones(vals[0].shape[0], dtype=torch.bool)
     for s in st.split_layers:

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from cfmlir.bab import BabOptions, branching
-from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key
+from cfmlir.bab.bounding import CertifierBounding
+from cfmlir.bab.domains import hi_key, lo_key, split_key
 from cfmlir.bab.driver import run_bab
 from cfmlir.bab.lagrangian import beta_key, lagrangian_network, split_weights
 from cfmlir.bab.objective import Objective

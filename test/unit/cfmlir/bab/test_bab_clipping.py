@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from cfmlir.bab import BabOptions, clipping
-from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key
+from cfmlir.bab.bounding import CertifierBounding
+from cfmlir.bab.domains import hi_key, lo_key
 from cfmlir.bab.domains import Domains
 from cfmlir.bab.driver import run_bab
 from cftest.bab_cases import case_bounding, random_case

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from cfmlir.bab import BabOptions, branching
-from cfmlir.bab.bounding import CertifierBounding, hi_key, lo_key, split_key, subdomain_membership
+from cfmlir.bab.bounding import CertifierBounding, subdomain_membership
+from cfmlir.bab.domains import hi_key, lo_key, split_key
 from cfmlir.bab.driver import run_bab
 from cfmlir.bab.lagrangian import beta_key, cut_biases
 from cfmlir.bab.structure import CurveLayer, structure_of

@@ -177,7 +177,7 @@ def test_a_root_from_the_first_pass_optimises_its_rows_only(monkeypatch):
     from types import SimpleNamespace
 
     import cfruntime.flow.engine as engine
-    from cfmlir.bab.bounding import hi_key, lo_key
+    from cfmlir.bab.domains import hi_key, lo_key
     from cfmlir.optimize import OptimizeOptions
 
     net, prop = _residual_instance()

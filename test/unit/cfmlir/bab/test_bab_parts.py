@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from cfmlir.bab import branching
-from cfmlir.bab.bounding import hi_key, lo_key, split_key, subdomain_membership
-from cfmlir.bab.domains import DomainPool, Domains, PoolFull
+from cfmlir.bab.bounding import subdomain_membership
+from cfmlir.bab.domains import DomainPool, Domains, PoolFull, hi_key, lo_key, split_key
 from cfmlir.bab.exact import decide
 from cfmlir.bab.objective import Objective
 from cfmlir.bab.structure import structure_of
@@ -60,7 +60,7 @@ def test_pool_pops_the_worst_first_and_the_deepest_when_full():
     assert len(pool) == 5 and pool.min_value() == -3.0
     assert pool.pop(2)["value"].tolist() == [-3.0, -2.0]
     assert pool.pop(10)["value"].tolist() == [-1.0, 0.5, 3.0] and len(pool) == 0
-    per = _domains([0.0], [0]).nbytes_per_domain()
+    per = DomainPool.row_bytes(_domains([0.0], [0]))
     small = DomainPool(max_bytes=per * 2000)
     small.push(_domains([float(v) for v in range(1500)], [v % 7 for v in range(1500)]))
     assert small.depth_first  # past half the bound: the deepest domains first
@@ -72,7 +72,7 @@ def test_pool_pops_the_worst_first_and_the_deepest_when_full():
 def test_the_pool_reserves_its_bound_once_and_doubles_where_it_cannot(monkeypatch):
     from cfmlir.bab import domains as dom
 
-    per = _domains([0.0], [0]).nbytes_per_domain()
+    per = DomainPool.row_bytes(_domains([0.0], [0]))
     pool = DomainPool(max_bytes=per * 5000)
     pool.push(_domains([0.0] * 10, [0] * 10))
     assert pool.capacity == 5000  # the whole bound at the first push
@@ -94,6 +94,30 @@ def test_the_pool_reserves_its_bound_once_and_doubles_where_it_cannot(monkeypatc
     small.push(_domains([float(v) for v in range(1500)], [0] * 1500))
     assert small.capacity == 2048 and len(small) == 1510
     assert sorted(small.pop(3)["value"].tolist()) == [0.0, 0.0, 0.0]
+
+
+def test_the_pool_stores_layer_bounds_in_float32_rounded_outward():
+    g = torch.Generator().manual_seed(5)
+    lo = torch.randn(40, 7, generator=g, dtype=torch.float64)
+    hi = lo + torch.rand(40, 7, generator=g, dtype=torch.float64)
+    lo[:, 0], hi[:, 1] = 0.0, 0.0  # split neurons: a bound 0 stays 0
+    d = Domains({"value": torch.randn(40, generator=g, dtype=torch.float64), "depth": torch.arange(40, dtype=torch.int32),
+                 "rows": torch.randn(40, 2, generator=g, dtype=torch.float64), lo_key(3): lo, hi_key(3): hi,
+                 split_key(3): torch.zeros(40, 7, dtype=torch.int8)})
+    # float64 bounds stored in 4 bytes each, every other field as pushed
+    assert DomainPool.row_bytes(d) == 8 + 4 + 16 + 2 * 7 * 4 + 7
+    pool = DomainPool(max_bytes=10 ** 8)
+    pool.push(d)
+    back = pool.pop(40)
+    order = torch.argsort(back["depth"])
+    back = back.select(order)
+    assert all(back[k].dtype == d[k].dtype for k in d)
+    for k in ("value", "depth", "rows", split_key(3)):
+        assert torch.equal(back[k], d[k])
+    step = torch.finfo(torch.float32).eps * torch.maximum(lo.abs(), hi.abs()) + torch.finfo(torch.float32).tiny
+    assert (back[lo_key(3)] <= lo).all() and (back[hi_key(3)] >= hi).all()  # still bounds of the domain
+    assert (lo - back[lo_key(3)] <= step).all() and (back[hi_key(3)] - hi <= step).all()  # at most a step out
+    assert (back[lo_key(3)][:, 0] == 0).all() and (back[hi_key(3)][:, 1] == 0).all()
 
 
 def test_the_pools_default_bound_is_a_share_of_the_available_memory(monkeypatch):

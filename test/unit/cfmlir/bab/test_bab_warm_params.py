@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cfmlir.bab import BabOptions, branching
-from cfmlir.bab.bounding import hi_key, lo_key, split_key
+from cfmlir.bab.domains import hi_key, lo_key, split_key
 from cfmlir.bab.domains import Domains
 from cfmlir.bab.driver import run_bab
 from cfmlir.bab.lagrangian import beta_key
