@@ -45,22 +45,26 @@ _RESERVED_ROWS = 1 << 20
 STORED_BOUND_DTYPE = torch.float32
 
 
+_LO, _HI, _SPLIT = "lo", "hi", "split"
+
+
 def lo_key(k: int) -> str:
-    return f"lo{k}"
+    return f"{_LO}{k}"
 
 
 def hi_key(k: int) -> str:
-    return f"hi{k}"
+    return f"{_HI}{k}"
 
 
 def split_key(k: int) -> str:
-    return f"split{k}"
+    return f"{_SPLIT}{k}"
 
 
 def _bound_pairs(names) -> list[tuple[str, str]]:
-    """The ``(lo<k>, hi<k>)`` field pairs among ``names``: the carried layers' bounds."""
+    """The ``(lo_key(k), hi_key(k))`` field pairs among ``names``: the carried layers' bounds."""
     names = set(names)
-    return [(n, "hi" + n[2:]) for n in sorted(names) if n[:2] == "lo" and n[2:].isdigit() and "hi" + n[2:] in names]
+    layers = sorted(int(n[len(_LO):]) for n in names if n.startswith(_LO) and n[len(_LO):].isdigit())
+    return [(lo_key(k), hi_key(k)) for k in layers if hi_key(k) in names]
 
 
 def _bytes_per_row(domains) -> int:
