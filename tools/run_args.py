@@ -127,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bab-beta", choices=("on", "off"), default="on",
                    help="VNN-LIB, --bab with ReLU splits: split constraints enter the bound through optimised "
                         "multipliers (beta-CROWN; used when the certifier carries them, see docs/bab.md)")
+    p.add_argument("--bab-batch", default=None, type=_positive_int, metavar="N",
+                   help="VNN-LIB, --bab: subdomains branched per round, their children bounded together (default "
+                        "64; alpha-beta-CROWN's solver.batch_size: on eran's 9x200 MLP 256 bounds 1.9x the "
+                        "subdomains a second, see docs/bab.md)")
     p.add_argument("--results", default=None, metavar="OUT",
                    help="VNN-LIB: write the VNN-COMP result file (verdict, and the counterexample for sat) to OUT; "
                         "with --instances: the results CSV (onnx,vnnlib,verdict,seconds), result files in OUT_results/")
@@ -283,12 +287,17 @@ def check_options(args) -> None:
         if clash:
             raise UsageError(f"--instances cannot be combined with {', '.join(clash)}")
     if mode == "dataset":
-        vnnlib_only = [f"--{d.replace('_', '-')}" for d in ("timeout", "results", "split", "max_boxes") if d in given]
+        vnnlib_only = [f"--{d.replace('_', '-')}" for d in ("timeout", "results", "split", "max_boxes", "bab_branching",
+                                                            "bab_beta", "bab_batch") if d in given]
         if vnnlib_only:
             raise UsageError(f"{', '.join(vnnlib_only)} {'applies' if len(vnnlib_only) == 1 else 'apply'} to VNN-LIB "
                              "properties (--vnnlib or --instances)")
         if args.layer_bounds and not args.json:
             raise UsageError("--layer-bounds adds every layer's bounds to the JSON: give --json OUT too")
+    bab_only = [f"--{d.replace('_', '-')}" for d in ("bab_branching", "bab_beta", "bab_batch") if d in given]
+    if bab_only and args.bab == "off":
+        raise UsageError(f"{', '.join(bab_only)} {'applies' if len(bab_only) == 1 else 'apply'} to branch and bound, "
+                         "which --bab off turns off")
     if "max_boxes" in given and args.split == "off":
         raise UsageError("--max-boxes applies to input splitting, which --split off turns off")
     # VNN-LIB: a region is analysed as one box; --batch-size is the sub-boxes of input splitting per batch

@@ -260,7 +260,8 @@ def _bab(args, prog, net, prop, lows, check, pass_s: float | None = None, root_b
                          engine_batch=args.batch_size if args.batch_size > 100 else 1024, optimize=optimize,
                          optimize_input=given is not None,
                          beta=getattr(args, "bab_beta", "on") == "on", pass_seconds=pass_s,
-                         root_optimize=getattr(args, "bab_root_optimize", "all"))
+                         root_optimize=getattr(args, "bab_root_optimize", "all"),
+                         **({} if getattr(args, "bab_batch", None) is None else {"batch": args.bab_batch}))
     verified = [region_verified(reg, lo) for reg, lo in zip(prop.regions, lows)]
     return run_bab(prog, net, prop, deadline=deadline, options=options, dtype=engine.dtype, device=args.device,
                    sparse=engine.sparse, widen=engine.widen, check=check, verified=verified, root_bounds=root_bounds)

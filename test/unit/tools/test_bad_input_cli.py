@@ -221,6 +221,7 @@ IGNORED = [
     (["--engine", "interpreter", "--no-sparse"], "--no-sparse applies to the compiled engine only"),
     (["--split", "on"], "--split applies to VNN-LIB properties"),
     (["--max-boxes", "10"], "--max-boxes applies to VNN-LIB properties"),
+    (["--bab-batch", "8", "--bab-beta", "off"], "--bab-beta, --bab-batch apply to VNN-LIB properties"),
     (["--check-tol", "1e-3"], "--check-tol applies to the soundness check, which is off here"),
     (["--no-check", "--check-tol", "1e-3", "--certifier", "x.cf"], "--check-tol applies to the soundness check"),
 ]
@@ -235,6 +236,8 @@ def test_flag_that_would_be_ignored(capsys, args, what):
 @pytest.mark.parametrize("args,what", [
     (["--dataset", "mnist"], "--vnnlib cannot be combined with --dataset"),
     (["--max-boxes", "10", "--split", "off"], "--max-boxes applies to input splitting, which --split off turns off"),
+    (["--bab-batch", "8", "--bab", "off"], "--bab-batch applies to branch and bound, which --bab off turns off"),
+    (["--bab-branching", "relu", "--bab", "off"], "--bab-branching applies to branch and bound, which --bab off"),
     (["--layer-bounds", "--json", "o.json"], "--vnnlib cannot be combined with --layer-bounds"),
 ])
 def test_vnnlib_flag_that_would_be_ignored(tmp_path, tiny_net, capsys, args, what):

@@ -256,6 +256,16 @@ def test_cf_run_bab_decides_and_reports(hard):
     assert verdict == "sat" and len(xs) == 4 and len(ys) == 1
 
 
+def test_cf_run_bab_batch_is_the_domains_branched_per_round(hard):
+    """``--bab-batch N`` (BabOptions.batch): at most N domains branched a round -- N = 1 takes a round per
+    branched domain, where the default branches many at once -- and the verdict is the same."""
+    rc, d = _run(hard, "holds", "holds_batch_default", "--bab", "on", "--bab-branching", "relu")
+    rc1, one = _run(hard, "holds", "holds_batch_1", "--bab", "on", "--bab-branching", "relu", "--bab-batch", "1")
+    assert rc == rc1 == 0 and d["verdict"] == one["verdict"] == "unsat"
+    assert one["bab"]["rounds"] > d["bab"]["rounds"]  # the test means something: the default branches several a round
+    assert one["bab"]["rounds"] >= one["bab"]["domains"] // 2 - 1  # one domain (two children) a round
+
+
 @pytest.mark.parametrize("mutant", ["deeppoly ReLU upper bound 0", "deeppoly ReLU lower polyhedron is the upper bound u"])
 def test_an_unsound_certifier_proves_nothing_by_bab(hard, mutant, monkeypatch, tmp_path):
     """A mutant certifier's bounds, checked on every batch of subdomains (``--check``, on by default for a
