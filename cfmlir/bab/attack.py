@@ -2,8 +2,9 @@
 restarts, and the float64 confirmation of what it finds.
 
 Algorithm: every attacked box starts ``restarts`` points (the box's centre and uniform random points, the odd
-restarts' moved first by two signed steps along a random output direction:
-:func:`cfruntime.box_search.diversify`) and
+restarts' moved first by two signed steps along a random output direction, :func:`cfruntime.box_search.diversify`,
+unless ``diversified=False``: the driver's attacks on input-split boxes, where the one random restart is better
+left uniform) and
 minimises the violation ``min_k max_{r in k} (A_r y - b_r)`` of the property (:meth:`Objective.violation`;
 ``<= 0``: the output satisfies a disjunct) or, per disjunct, ``max_{r in k} (A_r y - b_r)`` (one start
 per disjunct and restart: a minimum over disjuncts has a gradient for one of them only) by signed
@@ -22,10 +23,10 @@ from cfruntime.box_search import ODI_STEPS, diversify
 
 
 def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, steps: int, generator: torch.Generator,
-        per_disjunct: bool = False, penalty=None, deadline: float | None = None):
+        per_disjunct: bool = False, penalty=None, deadline: float | None = None, diversified: bool = True):
     """``(x [N, n], violation [N])``: the best point found in each box ``[lb[i], ub[i]]`` (``[N, n]``) and
     its violation (see the module docstring); fewer steps when the :func:`time.monotonic` ``deadline``
-    comes first."""
+    comes first.  ``diversified=False``: the odd restarts keep their uniform random starts."""
     import time
 
     n_box, n = lb.shape
@@ -37,7 +38,7 @@ def pgd(net, objective, lb: torch.Tensor, ub: torch.Tensor, *, restarts: int, st
     for g in range(groups):  # the first start of every box (and disjunct): its centre
         x[g * restarts * n_box:g * restarts * n_box + n_box] = (lb + ub) / 2
     odd = torch.nonzero((torch.arange(lo.shape[0]) // n_box) % restarts % 2 == 1).reshape(-1)
-    if odd.numel():  # the odd restarts: output-diversified starts
+    if diversified and odd.numel():  # the odd restarts: output-diversified starts
         x[odd] = diversify(net, x[odd], lo[odd], hi[odd], None, ODI_STEPS, generator, forward=net.forward)
     target = torch.arange(groups).repeat_interleave(restarts * n_box) if per_disjunct else None
     best_x, best = x.clone(), torch.full((lo.shape[0],), torch.inf, dtype=lo.dtype)

@@ -74,3 +74,37 @@ def test_diversified_rows_are_the_odd_ones_and_end_at_corners():
     assert not torch.equal(odi[1::2], plain[1::2])
     assert bool(((odi[1::2] == 0) | (odi[1::2] == 1)).all())
     assert (plain[1::2] > 0).all() and (plain[1::2] < 1).all()
+
+
+def test_diversified_false_keeps_the_uniform_starts():
+    """``attack.pgd(diversified=False)``: plain PGD (the flat corner is missed, as with ``ODI_STEPS = 0``)."""
+    net, prop = _corner_net(), _corner_property()
+    objective = Objective(prop.regions[0])
+    lb, ub = torch.zeros(1, N, dtype=torch.float64), torch.ones(1, N, dtype=torch.float64)
+    x, v = attack.pgd(net, objective, lb, ub, restarts=4, steps=10, generator=torch.Generator().manual_seed(0),
+                      diversified=False)
+    assert float(v[0]) > 0
+
+
+def test_input_branching_attacks_its_boxes_from_uniform_starts(monkeypatch):
+    """Branch and bound over input boxes attacks the boxes it splits with plain PGD (the random restart
+    uniform in the box: on ACAS Xu 1_9 prop_7 diversified starts lost the counterexample), while the first
+    attack on the whole region keeps the diversified starts."""
+    from cfmlir import api
+    from cfmlir.bab import BabOptions
+    from cfmlir.bab.driver import run_bab
+
+    calls = []
+    real = attack.pgd
+
+    def recording(*args, **kwargs):
+        calls.append((int(args[2].shape[0]), kwargs.get("diversified", True)))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(attack, "pgd", recording)
+    net = _corner_net()
+    prop = _corner_property()
+    run_bab(api.compile("deeppoly").compiled, net, prop,
+            options=BabOptions(branching="input", max_domains=40, attack_restarts=1, attack_steps=1))
+    assert calls[0] == (1, True)  # the first attack: the region's one box, diversified
+    assert len(calls) > 1 and all(not diversified for _, diversified in calls[1:])  # the split boxes: uniform
